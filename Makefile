@@ -1,0 +1,38 @@
+# The two commands of the README:
+#   make main   build the kernel, boot the guest, run `paper` on pixel6pro
+#               for original,mglru (3 repetitions), write the report
+#   make test   unit tests (harness and runtime) and the integration test
+# Both install what they need first (scripts/setup.sh, idempotent).
+
+PMRTB = .venv/bin/pmrtb
+PYTEST = .venv/bin/python -m pytest
+CARGO = $(shell command -v cargo || echo $(HOME)/.cargo/bin/cargo)
+REPS ?= 3
+SCHEMES ?= original,mglru
+OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
+
+.PHONY: setup main test unit-test integration-test kernel debug-kernel smoke
+
+setup:
+	./scripts/setup.sh
+
+main: setup
+	$(PMRTB) run --scenario paper --profile pixel6pro --schemes $(SCHEMES) --reps $(REPS) --out $(OUT)
+
+test: setup unit-test integration-test
+
+unit-test:
+	$(PYTEST) tests/unit -q
+	cd runtime && $(CARGO) test --release --locked --quiet
+
+integration-test:
+	$(PYTEST) tests/integration -q -m integration
+
+kernel: setup
+	$(PMRTB) build-kernel
+
+debug-kernel: setup
+	$(PMRTB) build-kernel --flavour debug
+
+smoke: setup
+	$(PMRTB) run --scenario smoke --profile pixel5 --schemes $(SCHEMES) --reps 1

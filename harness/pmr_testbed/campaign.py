@@ -1,0 +1,169 @@
+"""Run a scenario on a profile for a list of schemes, N repetitions each.
+
+Repetitions are interleaved (rep 1 of every scheme, then rep 2, ...) so that
+drift on the host hits every scheme alike; every run uses the same seed,
+scenario, profile, kernel and QEMU limits. Each run gets fresh disk images and
+its own directory; campaign.json records the setup and each run's status,
+and is rewritten after every run so partial campaigns stay readable.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import dilation as dilation_mod
+from . import guest, kernel, paths, profiles, scenarios, schemes, spec
+from .errors import GuestError, UserError
+
+# Guest-side exit status of pmr-guest for a setup error (bad spec, too little
+# memory): the user's input is wrong, not the kernel.
+GUEST_SETUP_ERROR = 2
+BOOT_SLACK_S = 120
+
+
+@dataclass
+class CampaignRequest:
+    scenario: str
+    profile: str
+    schemes: str
+    reps: int
+    seed: int
+    out: Path
+    flavour: str = "testbed"
+
+
+def _check_host_memory(ram_mb: int) -> None:
+    avail_kb = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            avail_kb = int(line.split()[1])
+    if avail_kb and avail_kb // 1024 < ram_mb + 512:
+        raise UserError(f"the host has {avail_kb // 1024} MB available, the guest needs "
+                        f"{ram_mb} MB: close other programs or pick a smaller profile")
+
+
+def _data_disk_mb(guest_spec: dict) -> int:
+    files = sum(a["file_mb"] for a in guest_spec["apps"])
+    return max(256, int(files * 1.2) + 128)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)
+
+
+@dataclass
+class Plan:
+    req: CampaignRequest
+    profile: profiles.Profile
+    scenario: scenarios.Scenario
+    schemes: list[schemes.Scheme]
+
+
+def plan(req: CampaignRequest) -> Plan:
+    """Check the request and the host before anything is built or written."""
+    profile = profiles.load(req.profile)
+    scenario = scenarios.load(req.scenario)
+    scheme_list = schemes.parse_list(req.schemes, profile)
+    if req.reps < 1:
+        raise UserError(f"--reps must be at least 1, got {req.reps}")
+    guest.check_host_tools()
+    if not paths.RUNTIME_BIN.exists():
+        raise UserError(f"{paths.RUNTIME_BIN} is not built: run `make setup`")
+    _check_host_memory(profile.guest_ram_mb)
+    if req.out.exists() and any(req.out.iterdir()):
+        raise UserError(f"results directory {req.out} is not empty: pick a new --out")
+    return Plan(req, profile, scenario, scheme_list)
+
+
+def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
+    """Run every (rep, scheme) and return campaign.json's content.
+
+    progress(message, run_finished) is told what is going on.
+    """
+    req, profile, scenario, scheme_list = p.req, p.profile, p.scenario, p.schemes
+    req.out.mkdir(parents=True, exist_ok=True)
+    progress(f"kernel ({req.flavour})", False)
+    image = kernel.build(req.flavour)
+    accel = guest.detect_accel(image.bzimage)
+    progress(f"time dilation ({accel})", False)
+    dil = dilation_mod.measure(image.bzimage, image.version, accel, cpus=profile.cpus,
+                               work_dir=req.out)
+    limits = profile.qemu_limits(dil.factor)
+    campaign = {
+        "scenario": scenario.name, "profile": profile.name,
+        "schemes": [s.name for s in scheme_list], "reps": req.reps, "seed": req.seed,
+        "dilation": dil.as_dict(),
+        "qemu": {"accel": accel, **limits},
+        "guest": {"ram_mb": profile.guest_ram_mb, "cpus": profile.cpus, "scale": profile.scale,
+                  "swap_mb": profile.guest_swap_mb, **profile.watermarks()},
+        "kernel": image.as_dict(),
+        "runs": [],
+    }
+    _write_json(req.out / "campaign.json", campaign)
+    for rep in range(1, req.reps + 1):
+        for scheme in scheme_list:
+            run_id = f"{scheme.name}-r{rep}"
+            progress(f"{run_id}: running", False)
+            entry = {"scheme": scheme.name, "rep": rep, "dir": f"runs/{run_id}"}
+            try:
+                t0 = time.monotonic()
+                _one_run(req, run_id, scenario, profile, scheme, image, accel, dil, limits)
+                entry.update(status="ok", error=None, wall_s=round(time.monotonic() - t0, 1))
+                progress(f"{run_id}: done in {entry['wall_s']} s", True)
+            except GuestError as exc:
+                entry.update(status="failed", error=str(exc))
+                (req.out / entry["dir"]).mkdir(parents=True, exist_ok=True)
+                (req.out / entry["dir"] / "failure.txt").write_text(
+                    f"{exc}\n\n--- console tail ---\n{exc.console_tail}\n")
+                progress(f"{run_id}: FAILED: {exc}", True)
+            campaign["runs"].append(entry)
+            _write_json(req.out / "campaign.json", campaign)
+    return campaign
+
+
+def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image, accel, dil,
+             limits) -> None:
+    run_dir = req.out / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    guest_spec = spec.build(run_id=run_id, out_dir=run_dir, seed=req.seed, scenario=scenario,
+                            profile=profile, scheme=scheme,
+                            work_iters_per_ms=dil.host_work_iters_per_ms)
+    _write_json(run_dir / "spec.json", guest_spec)
+    disk_dir = paths.BUILD_DIR / "disks" / req.out.name / run_id
+    swap = guest.Disk(disk_dir / "swap.img", spec.SWAP_SERIAL, profile.guest_swap_mb, {
+        "bps_write": limits["swap_bps_write"], "iops_write": limits["swap_iops_write"],
+        "bps_read": limits["swap_bps_read"], "iops_read": limits["swap_iops_read"]})
+    data = guest.Disk(disk_dir / "data.img", spec.DATA_SERIAL, _data_disk_mb(guest_spec))
+    try:
+        for d in (swap, data):
+            guest.create_disk(d)
+        res = guest.boot(image.bzimage,
+                         exec_cmd=f"{paths.RUNTIME_BIN} run --spec {run_dir / 'spec.json'}",
+                         console_path=run_dir / "console.log",
+                         deadline_s=scenario.deadline_s + BOOT_SLACK_S,
+                         ram_mb=profile.guest_ram_mb, cpus=profile.cpus, accel=accel,
+                         rwdirs=[run_dir], disks=[swap, data])
+    finally:
+        shutil.rmtree(disk_dir, ignore_errors=True)
+    if res.returncode == GUEST_SETUP_ERROR:
+        line = next((ln for ln in res.console.splitlines() if "pmr-guest: error:" in ln),
+                    "pmr-guest: error: (no message)")
+        raise UserError(line.split("pmr-guest: ", 1)[1] + f" [run {run_id}]")
+    if res.returncode != 0:
+        raise GuestError(f"guest run exited with status {res.returncode}; console: "
+                         f"{run_dir / 'console.log'}", guest.tail(res.console))
+    status = {}
+    try:
+        status = json.loads((run_dir / "run.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        pass
+    if status.get("status") != "ok":
+        raise GuestError(f"guest run did not report success (run.json: {status or 'missing'})",
+                         guest.tail(res.console))

@@ -1,0 +1,125 @@
+"""pmrtb: build the kernel, run scenarios on the emulated phone, report.
+
+    pmrtb build-kernel [--flavour testbed|debug]
+    pmrtb run --scenario paper --profile pixel6pro --schemes original,mglru --reps 3
+    pmrtb report results/<dir>
+    pmrtb shell [--profile pixel6pro]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from . import campaign, guest, kernel, paths, profiles, report
+from .errors import GuestError, UserError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="PMR testbed: an emulated phone under memory pressure.")
+err = Console(stderr=True)
+
+
+@app.command("build-kernel")
+def build_kernel(flavour: str = typer.Option("testbed", help="testbed or debug")) -> None:
+    """Build the kernel (linux-source-6.1 + kernel/patches) if anything changed."""
+    with err.status(f"building the {flavour} kernel (log in build/kernel/obj-{flavour}/build.log)"):
+        image = kernel.build(flavour)
+    typer.echo(f"{image.bzimage} ({image.version}, {len(image.series)} patches)")
+
+
+@app.command()
+def run(
+    scenario: str = typer.Option(..., help="scenarios/<name>.toml"),
+    profile: str = typer.Option(..., help="profiles/<name>.toml"),
+    schemes: str = typer.Option(..., help="comma-separated, e.g. original,mglru or pmr+ice"),
+    reps: int = typer.Option(1, help="repetitions per scheme"),
+    seed: int = typer.Option(1, help="seed of app order and dwell times, same for all schemes"),
+    out: Path = typer.Option(None, help="results directory (default results/<scenario>-<profile>-<time>)"),
+    flavour: str = typer.Option("testbed", help="kernel flavour: testbed or debug"),
+) -> None:
+    """Run a scenario on a profile for each scheme, then write summary.json and the report."""
+    out = out or paths.RESULTS_DIR / f"{scenario}-{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
+    req = campaign.CampaignRequest(scenario, profile, schemes, reps, seed, out, flavour)
+    plan = campaign.plan(req)
+    n_runs = reps * len(plan.schemes)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} runs"), TimeElapsedColumn(),
+                  console=err, transient=False) as bar:
+        task = bar.add_task("preparing", total=n_runs)
+
+        def progress(msg: str, run_finished: bool) -> None:
+            bar.update(task, description=msg)
+            if run_finished:
+                bar.advance(task)
+                bar.console.log(msg)
+
+        result = campaign.run(plan, progress)
+    _finish(out, result)
+
+
+def _finish(out: Path, result: dict) -> None:
+    ok = [r for r in result["runs"] if r["status"] == "ok"]
+    failed = [r for r in result["runs"] if r["status"] != "ok"]
+    if ok:
+        path = report.write_report(out)
+        typer.echo(f"report: {path}")
+    if failed:
+        for r in failed:
+            err.print(f"[red]run {r['scheme']} rep {r['rep']} failed:[/red] {r['error']}")
+        raise typer.Exit(3)
+
+
+@app.command("report")
+def report_cmd(results: Path = typer.Argument(..., help="a results directory")) -> None:
+    """(Re)write summary.json, report.md and the plots of a results directory."""
+    if not (results / "campaign.json").exists():
+        raise UserError(f"{results} is not a results directory (no campaign.json)")
+    typer.echo(f"report: {report.write_report(results)}")
+
+
+@app.command()
+def shell(profile: str = typer.Option("pixel6pro", help="profile for guest RAM and CPUs"),
+          flavour: str = typer.Option("testbed")) -> None:
+    """An interactive shell in the guest (host root read-only, project tree visible)."""
+    import os
+    prof = profiles.load(profile)
+    guest.check_host_tools()
+    image = kernel.build(flavour)
+    accel = guest.detect_accel(image.bzimage)
+    cmd = guest.vng_command(image.bzimage, exec_cmd=None, ram_mb=prof.guest_ram_mb,
+                            cpus=prof.cpus, accel=accel, rwdirs=[], disks=[])
+    cmd.remove("--verbose")
+    os.execvp(cmd[0], cmd)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except UserError as exc:
+        err.print(f"pmrtb: error: {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except GuestError as exc:
+        err.print(f"pmrtb: guest failed: {exc}", highlight=False, soft_wrap=True)
+        if exc.console_tail:
+            err.print("--- console tail ---\n" + exc.console_tail, highlight=False)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        err.print("pmrtb: interrupted")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise
+
+
+if __name__ == "__main__":
+    main()

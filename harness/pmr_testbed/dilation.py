@@ -1,0 +1,93 @@
+"""Time dilation: how much slower the guest runs than the host runs natively.
+
+The same fixed memory-touch microbenchmark (`pmr-guest bench`) runs on the
+host and inside a guest booted like the runs' guests; the ratio of the two
+per-page times is the factor by which the device profile's flash figures are
+divided, so that the guest's CPU-to-flash balance resembles the phone's. The
+host's `work_iters_per_ms` also calibrates the apps' CPU init work.
+Results are cached per (kernel, accel, runtime binary, host CPU).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import guest, paths
+from .errors import GuestError, UserError
+
+CACHE = paths.BUILD_DIR / "dilation.json"
+BENCH_ARGS = ["bench", "--pages", "32768", "--rounds", "5"]
+
+
+@dataclass(frozen=True)
+class Dilation:
+    factor: float
+    host_ns_per_page: float
+    guest_ns_per_page: float
+    host_work_iters_per_ms: float
+    guest_work_iters_per_ms: float
+    accel: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _bench_json(output: str) -> dict:
+    for line in reversed(output.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and "ns_per_page" in line:
+            return json.loads(line)
+    raise ValueError("no benchmark result in output")
+
+
+def _host_bench() -> dict:
+    runs = []
+    for _ in range(3):
+        res = subprocess.run([str(paths.RUNTIME_BIN), *BENCH_ARGS], capture_output=True, text=True)
+        if res.returncode != 0:
+            raise UserError(f"pmr-guest bench failed on the host: {res.stderr.strip()}")
+        runs.append(_bench_json(res.stdout))
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def _key(kernel_version: str, accel: str) -> str:
+    digest = hashlib.sha256(paths.RUNTIME_BIN.read_bytes()).hexdigest()[:12]
+    return f"{kernel_version}|{accel}|{digest}|{guest._cpu_model()}"
+
+
+def measure(kernel: Path, kernel_version: str, accel: str, *, cpus: int = 2,
+            ram_mb: int = 1024, work_dir: Path) -> Dilation:
+    if not paths.RUNTIME_BIN.exists():
+        raise UserError(f"{paths.RUNTIME_BIN} not built: run `make setup`")
+    key = _key(kernel_version, accel)
+    try:
+        cached = json.loads(CACHE.read_text())
+        if cached.get("key") == key:
+            return Dilation(**cached["dilation"])
+    except (FileNotFoundError, json.JSONDecodeError, TypeError, KeyError):
+        pass
+    host = _host_bench()
+    console = work_dir / "dilation-console.log"
+    res = guest.boot(kernel, exec_cmd=" ".join([str(paths.RUNTIME_BIN), *BENCH_ARGS]),
+                     console_path=console, deadline_s=180, ram_mb=ram_mb, cpus=cpus,
+                     accel=accel, rwdirs=[])
+    try:
+        if res.returncode != 0:
+            raise ValueError(f"exit status {res.returncode}")
+        inside = _bench_json(res.console)
+    except ValueError as exc:
+        raise GuestError(f"dilation benchmark failed in the guest ({exc}); console: {console}",
+                         guest.tail(res.console)) from None
+    dil = Dilation(
+        factor=round(inside["ns_per_page"] / host["ns_per_page"], 3),
+        host_ns_per_page=host["ns_per_page"], guest_ns_per_page=inside["ns_per_page"],
+        host_work_iters_per_ms=host["work_iters_per_ms"],
+        guest_work_iters_per_ms=inside["work_iters_per_ms"], accel=accel)
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    CACHE.write_text(json.dumps({"key": key, "dilation": dil.as_dict()}, indent=2) + "\n")
+    return dil

@@ -1,0 +1,205 @@
+"""Boot the emulated phone: virtme-ng over QEMU, with throttled virtio disks.
+
+The host root is shared read-only, so the guest runs the project's binaries in
+place; the run directory is shared read-write (`--rwdir`) and receives all
+results. The swap disk's QEMU throttling comes from the device profile. A
+guest that exits non-zero, panics, or outlives its deadline raises GuestError
+carrying the console tail; whatever it wrote so far stays in the run dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths
+from .errors import GuestError, UserError
+
+ACCEL_CACHE = paths.BUILD_DIR / "accel.json"
+KVM_PROBE_TIMEOUT_S = 20
+# Console lines that mean the kernel is unwell; a run that shows one fails.
+SPLAT_PATTERNS = [
+    r"Kernel panic", r"\bBUG: ", r"\bOops\b", r"WARNING: .* at ", r"WARNING: CPU: ",
+    r"general protection fault", r"KASAN: ", r"UBSAN: ", r"possible circular locking",
+    r"possible recursive locking", r"INFO: task .* blocked for more than",
+    r"list_add corruption", r"list_del corruption", r"Bad page state", r"page dumped because",
+    r"soft lockup", r"hard LOCKUP", r"RCU stall", r"rcu_sched self-detected stall",
+]
+
+
+@dataclass(frozen=True)
+class Disk:
+    """A raw image attached as virtio-blk with a serial the guest looks for."""
+    path: Path
+    serial: str
+    size_mb: int
+    throttle: dict = field(default_factory=dict)  # QEMU throttling.* options
+
+    def qemu_args(self) -> list[str]:
+        opts = [f"file={self.path}", "if=none", f"id={self.serial}", "format=raw",
+                "cache=writeback", "discard=unmap"]
+        key = {"bps_write": "bps-write", "iops_write": "iops-write",
+               "bps_read": "bps-read", "iops_read": "iops-read"}
+        for name, value in self.throttle.items():
+            opts.append(f"throttling.{key[name]}={int(value)}")
+        return ["-drive", ",".join(opts),
+                "-device", f"virtio-blk-pci,drive={self.serial},serial={self.serial}"]
+
+
+def create_disk(disk: Disk) -> None:
+    """A sparse raw image of disk.size_mb; fails with a clear line if space is short."""
+    disk.path.parent.mkdir(parents=True, exist_ok=True)
+    free_mb = shutil.disk_usage(disk.path.parent).free // 2**20
+    if free_mb < disk.size_mb + 512:
+        raise UserError(f"disk full: {disk.path.parent} has {free_mb} MB free, the guest's "
+                        f"{disk.serial} disk needs {disk.size_mb} MB: free some space")
+    with open(disk.path, "wb") as fh:
+        fh.truncate(disk.size_mb * 2**20)
+
+
+def splats(console: str) -> list[str]:
+    """Console lines that show an oops, BUG, WARNING, lockdep or KASAN report."""
+    rx = re.compile("|".join(SPLAT_PATTERNS))
+    return [line.strip() for line in console.splitlines() if rx.search(line)]
+
+
+def tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def check_host_tools() -> None:
+    if not shutil.which("qemu-system-x86_64"):
+        raise UserError("qemu-system-x86_64 not found: run `make setup` "
+                        "(or apt-get install qemu-system-x86)")
+    if not _vng():
+        raise UserError("vng (virtme-ng) not found: run `make setup` to create the project venv")
+    if not shutil.which("udevadm"):
+        raise UserError("udev is not installed on the host: vng --exec returns nothing "
+                        "without it; run `make setup` (or apt-get install udev)")
+
+
+def _vng() -> str | None:
+    venv_bin = str(Path(sys.executable).parent)
+    return shutil.which("vng", path=venv_bin + os.pathsep + os.environ.get("PATH", ""))
+
+
+def _probe_kvm(kernel: Path) -> bool:
+    """Boot the kernel with KVM to a deliberate 'no init' panic.
+
+    A working KVM gets there in about a second and QEMU exits (-no-reboot);
+    where nested virtualization is missing the boot hangs, and the timeout
+    tells us to use TCG.
+    """
+    cmd = ["qemu-system-x86_64", "-accel", "kvm", "-m", "256", "-nographic", "-no-reboot",
+           "-kernel", str(kernel), "-append", "console=ttyS0 panic=-1 init=/nonexistent-init"]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=KVM_PROBE_TIMEOUT_S,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return False
+    return "Kernel panic" in res.stdout + res.stderr
+
+
+def detect_accel(kernel: Path) -> str:
+    """'kvm' when KVM really runs guests here, else 'tcg' (cached per host)."""
+    forced = os.environ.get("PMR_ACCEL")
+    if forced:
+        if forced not in ("kvm", "tcg"):
+            raise UserError(f"PMR_ACCEL={forced} is not valid: use kvm or tcg")
+        return forced
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "tcg"
+    host = f"{os.uname().release}|{_cpu_model()}"
+    try:
+        cached = json.loads(ACCEL_CACHE.read_text())
+        if cached.get("host") == host:
+            return cached["accel"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        pass
+    print("probing KVM (a hang here means no nested virtualization) ...", file=sys.stderr)
+    accel = "kvm" if _probe_kvm(kernel) else "tcg"
+    if accel == "tcg":
+        print("KVM does not run guests on this host: using TCG", file=sys.stderr)
+    ACCEL_CACHE.parent.mkdir(parents=True, exist_ok=True)
+    ACCEL_CACHE.write_text(json.dumps({"host": host, "accel": accel}) + "\n")
+    return accel
+
+
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+@dataclass
+class BootResult:
+    returncode: int
+    console: str
+    elapsed_s: float
+
+
+def vng_command(kernel: Path, *, exec_cmd: str | None, ram_mb: int, cpus: int, accel: str,
+                rwdirs: list[Path], disks: list[Disk], append: list[str] | None = None) -> list[str]:
+    cmd = [_vng() or "vng", "--run", str(kernel), "--verbose", "--disable-microvm",
+           "--cpus", str(cpus), "--memory", f"{ram_mb}M", "--cwd", str(paths.ROOT)]
+    if accel == "tcg":
+        cmd.append("--disable-kvm")
+    for d in rwdirs:
+        cmd += ["--rwdir", str(d)]
+    qemu: list[str] = []
+    for disk in disks:
+        qemu += disk.qemu_args()
+    if accel == "tcg":
+        qemu += ["-accel", "tcg,thread=multi"]
+    if qemu:
+        cmd += ["--qemu-opts", " ".join(shlex.quote(a) for a in qemu)]
+    for a in append or []:
+        cmd += ["--append", a]
+    if exec_cmd is not None:
+        cmd += ["--exec", exec_cmd]
+    return cmd
+
+
+def boot(kernel: Path, *, exec_cmd: str, console_path: Path, deadline_s: float, ram_mb: int,
+         cpus: int, accel: str, rwdirs: list[Path], disks: list[Disk] = (),
+         append: list[str] | None = None, check_splats: bool = True) -> BootResult:
+    """Boot, run exec_cmd, and return its exit status and the console.
+
+    Raises GuestError if the guest outlives deadline_s, if the console shows
+    a kernel splat (check_splats), or if QEMU itself fails to start.
+    """
+    cmd = vng_command(kernel, exec_cmd=exec_cmd, ram_mb=ram_mb, cpus=cpus, accel=accel,
+                      rwdirs=list(rwdirs), disks=list(disks), append=append)
+    console_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with open(console_path, "w") as log:
+        log.write("# " + shlex.join(cmd) + "\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=paths.ROOT)
+        try:
+            rc = proc.wait(timeout=deadline_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            console = console_path.read_text(errors="replace")
+            raise GuestError(f"guest did not finish within {deadline_s:.0f} s (hung or too slow); "
+                             f"console: {console_path}", tail(console)) from None
+    console = console_path.read_text(errors="replace")
+    elapsed = time.monotonic() - start
+    if check_splats:
+        found = splats(console)
+        if found:
+            raise GuestError(f"kernel reported a problem ({found[0]}); console: {console_path}",
+                             tail(console))
+    return BootResult(rc, console, elapsed)

@@ -1,0 +1,245 @@
+"""Per-run figures: parse the raw files of ONE run directory.
+
+The guest writes the files described in docs/guest-interface.md; this module
+turns them into the numbers the paper reports (§5, Figs. 11-13, Table 3),
+for one run. It never plots and never aggregates over runs (summary.py does).
+
+Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
+
+- response time: `response_ms` of every `switch` event (a foreground app
+  switch, the paper's "response time"); background launches are not counted.
+- reclaim throughput: the swap device's write throughput (the paper's
+  definition, §2.2.2), from `write_sectors` (512-byte units) in diskstat.csv.
+  The cumulative counter is linearly interpolated at whole seconds of
+  workload time and differenced, giving MB/s for every full 1-s window the
+  samples cover. `reclaim_mbps.peak` is the largest window;
+  `reclaim_mbps.mean` is the mean over windows in which the device wrote
+  anything (idle windows would measure the workload's pauses, not reclaim),
+  None when it wrote nothing.
+- vmstat figures: last sample minus first sample; `allocstall` sums every
+  `allocstall_<zone>` counter (one per zone type: a direct-reclaim entry).
+- `reclaim_cpu_s`: threads_cpu.json summed by thread family
+  (`kswapd0` + `kswapd1` -> `kswapd`, `pmr_unmap/0` -> `pmr_unmap`).
+- `swap_write_kb`: the swap device's write-request size histogram in KiB and
+  its request-weighted mean.
+
+A run whose run.json is missing or not `"status": "ok"` is never a result:
+`load_run` raises `RunError`. Missing optional files (threads_cpu.json,
+swap_write_hist.json) are recorded as None and named in `missing`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import UserError
+
+PAGE_BYTES = 4096
+SECTOR_BYTES = 512
+MB = 2**20
+WINDOW_MS = 1000
+VMSTAT_DELTAS = ("pgmajfault", "pswpout", "pswpin", "pgscan_kswapd", "pgscan_direct",
+                 "pgsteal_kswapd", "pgsteal_direct")
+OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json")
+
+
+class RunError(UserError):
+    """A run directory that cannot be used as a result (failed or incomplete)."""
+
+
+@dataclass
+class RunMetrics:
+    """The figures of one run; see the module docstring for definitions."""
+
+    switches: list[dict]
+    response_ms: dict[str, float | None]
+    response_by_app: dict[str, float]
+    cold_launches: int
+    hot_launches: int
+    kills: int
+    kills_by_reason: dict[str, int]
+    reclaim_t_s: list[float]
+    reclaim_series_mbps: list[float]
+    reclaim_mbps: dict[str, float | None]
+    allocstall: int
+    pgmajfault: int
+    pswpout_mb: float
+    pswpin_mb: float
+    pgscan_kswapd: int
+    pgscan_direct: int
+    pgsteal_kswapd: int
+    pgsteal_direct: int
+    reclaim_cpu_s: dict[str, float] | None
+    swap_write_kb: dict | None
+    workload_s: float
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def reclaim_cpu_total(self) -> float | None:
+        return None if self.reclaim_cpu_s is None else sum(self.reclaim_cpu_s.values())
+
+
+def load_run(run_dir: Path) -> RunMetrics:
+    """Parse one run directory; raise RunError if it is not a usable result."""
+    run = read_run_json(run_dir)
+    events = read_events(run_dir / "events.jsonl")
+    switches = [{k: e[k] for k in ("app", "kind", "response_ms", "round")}
+                for e in events if e["type"] == "switch"]
+    kills = [e for e in events if e["type"] == "kill"]
+    kinds = Counter(s["kind"] for s in switches)
+    vm = vmstat_deltas(run_dir / "vmstat.csv")
+    t_s, mbps = reclaim_throughput(run_dir / "diskstat.csv", run["swap_dev"])
+    threads = _read_optional_json(run_dir / "threads_cpu.json")
+    hist = _read_optional_json(run_dir / "swap_write_hist.json")
+    return RunMetrics(
+        switches=switches,
+        response_ms=response_stats([s["response_ms"] for s in switches]),
+        response_by_app=response_by_app(switches),
+        cold_launches=kinds["cold"],
+        hot_launches=kinds["hot"],
+        kills=len(kills),
+        kills_by_reason=dict(Counter(k["reason"] for k in kills)),
+        reclaim_t_s=t_s,
+        reclaim_series_mbps=mbps,
+        reclaim_mbps=throughput_stats(mbps),
+        allocstall=vm["allocstall"],
+        pgmajfault=vm["pgmajfault"],
+        pswpout_mb=vm["pswpout"] * PAGE_BYTES / MB,
+        pswpin_mb=vm["pswpin"] * PAGE_BYTES / MB,
+        pgscan_kswapd=vm["pgscan_kswapd"],
+        pgscan_direct=vm["pgscan_direct"],
+        pgsteal_kswapd=vm["pgsteal_kswapd"],
+        pgsteal_direct=vm["pgsteal_direct"],
+        reclaim_cpu_s=None if threads is None else thread_families(threads),
+        swap_write_kb=None if hist is None else swap_write_sizes(hist["bytes"]),
+        workload_s=float(run["workload_s"]),
+        missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
+    )
+
+
+def read_run_json(run_dir: Path) -> dict:
+    path = run_dir / "run.json"
+    try:
+        run = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise RunError(f"{path} is missing: the guest did not finish this run") from None
+    except json.JSONDecodeError as e:
+        raise RunError(f"{path} is not valid JSON ({e})") from None
+    if run.get("status") != "ok":
+        raise RunError(f"{run_dir.name}: status {run.get('status')!r}: {run.get('error')}")
+    return run
+
+
+def _require(path: Path) -> Path:
+    if not path.exists():
+        raise RunError(f"{path} is missing although run.json says the run is ok")
+    return path
+
+
+def read_events(path: Path) -> list[dict]:
+    lines = _require(path).read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _read_optional_json(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def response_stats(values: list[float]) -> dict[str, float | None]:
+    """mean, median and 95th percentile (linear interpolation) of response times."""
+    if not values:
+        return {"mean": None, "p50": None, "p95": None}
+    arr = np.asarray(values, dtype=float)
+    return {"mean": float(arr.mean()), "p50": float(np.percentile(arr, 50)),
+            "p95": float(np.percentile(arr, 95))}
+
+
+def response_by_app(switches: list[dict]) -> dict[str, float]:
+    """Mean response time of the switches to each app."""
+    by_app: dict[str, list[float]] = {}
+    for s in switches:
+        by_app.setdefault(s["app"], []).append(s["response_ms"])
+    return {app: float(np.mean(v)) for app, v in sorted(by_app.items())}
+
+
+def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
+    with open(_require(path), newline="") as fh:
+        rows = list(csv.reader(fh))
+    if len(rows) < 3:
+        raise RunError(f"{path} has {max(len(rows) - 1, 0)} samples; at least 2 are needed")
+    return rows[0], rows[1:]
+
+
+def vmstat_deltas(path: Path) -> dict[str, int]:
+    """Last minus first sample of the counters we report, and of allocstall_*."""
+    header, rows = _read_csv(path)
+    first = dict(zip(header, rows[0]))
+    last = dict(zip(header, rows[-1]))
+    allocstall_keys = [k for k in header if k.startswith("allocstall_")]
+    missing = [k for k in VMSTAT_DELTAS if k not in header]
+    missing += [] if allocstall_keys else ["allocstall_*"]
+    if missing:
+        raise RunError(f"{path} lacks the counters {', '.join(missing)}")
+    deltas = {k: int(last[k]) - int(first[k]) for k in VMSTAT_DELTAS}
+    deltas["allocstall"] = sum(int(last[k]) - int(first[k]) for k in allocstall_keys)
+    return deltas
+
+
+def reclaim_throughput(path: Path, swap_dev: str) -> tuple[list[float], list[float]]:
+    """Swap-device write MB/s per full 1-s window of workload time.
+
+    Returns (window start times in s, MB/s). Windows are aligned to whole
+    seconds since the workload started so runs and schemes line up."""
+    header, rows = _read_csv(path)
+    col = {name: header.index(name) for name in ("t_ms", "dev", "write_sectors")}
+    devs = {row[col["dev"]] for row in rows}
+    if devs != {swap_dev}:
+        raise RunError(f"{path} has devices {sorted(devs)}; run.json says the swap "
+                       f"device is {swap_dev}")
+    t_ms = np.array([float(r[col["t_ms"]]) for r in rows])
+    written = np.array([float(r[col["write_sectors"]]) for r in rows]) * SECTOR_BYTES
+    first = int(np.ceil(t_ms[0] / WINDOW_MS))
+    last = int(np.floor(t_ms[-1] / WINDOW_MS))
+    edges_ms = np.arange(first, last + 1) * WINDOW_MS
+    at_edges = np.interp(edges_ms, t_ms, written)
+    mbps = np.diff(at_edges) / MB / (WINDOW_MS / 1000)
+    return [float(t) for t in edges_ms[:-1] / 1000], [float(v) for v in mbps]
+
+
+def throughput_stats(mbps: list[float]) -> dict[str, float | None]:
+    active = [v for v in mbps if v > 0]
+    return {"mean": float(np.mean(active)) if active else None,
+            "peak": max(mbps) if mbps else None}
+
+
+def thread_family(name: str) -> str:
+    """kswapd0 -> kswapd, pmr_unmap/1 -> pmr_unmap: drop a trailing node/CPU number."""
+    return re.sub(r"[/:_-]?\d+(?:[/:_-]\d+)*$", "", name) or name
+
+
+def thread_families(cpu_s: dict[str, float]) -> dict[str, float]:
+    families: dict[str, float] = {}
+    for name, seconds in cpu_s.items():
+        family = thread_family(name)
+        families[family] = families.get(family, 0.0) + float(seconds)
+    return dict(sorted(families.items()))
+
+
+def size_kb_label(size_bytes: int) -> str:
+    """4096 -> "4", 1536 -> "1.5": the KiB key used in histograms."""
+    return format(size_bytes / 1024, "g")
+
+
+def swap_write_sizes(hist_bytes: dict[str, int]) -> dict:
+    """{"mean": request-weighted mean KiB or None, "hist": {size_kb: count}}."""
+    sizes = sorted((int(b), int(n)) for b, n in hist_bytes.items())
+    requests = sum(n for _, n in sizes)
+    mean = sum(b * n for b, n in sizes) / requests / 1024 if requests else None
+    return {"mean": mean, "hist": {size_kb_label(b): n for b, n in sizes}}

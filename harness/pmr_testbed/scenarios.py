@@ -1,0 +1,133 @@
+"""Scenarios (scenarios/*.toml): which apps, how big, and how they are switched.
+
+Sizes are phone-scale MB (spec.py scales them to the guest); times are guest
+milliseconds; `init_work_ms` is CPU work in host-native milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths, tomlfile
+from .errors import UserError
+from .tomlfile import positive, require
+
+APP_KEYS = {
+    "name", "processes", "anon_mb", "file_mb", "launch_fraction", "working_set_fraction",
+    "init_work_ms", "growth_ms", "fg_period_ms", "fg_churn_mb", "bg_touch", "adj_class",
+}
+ADJ_CLASSES = {"cached", "perceptible", "service"}
+SCENARIO_KEYS = {"name", "description", "rounds", "dwell_ms", "launch_gap_ms", "settle_ms",
+                 "deadline_s", "defaults", "foreground", "background"}
+
+
+@dataclass(frozen=True)
+class App:
+    name: str
+    role: str  # "foreground" or "background"
+    processes: int
+    anon_mb: float
+    file_mb: float
+    launch_fraction: float
+    working_set_fraction: float
+    init_work_ms: float
+    growth_ms: int
+    fg_period_ms: int
+    fg_churn_mb: float
+    bg_touch: dict | None
+    adj_class: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    rounds: int
+    dwell_ms: tuple[int, int]
+    launch_gap_ms: int
+    settle_ms: int
+    deadline_s: int
+    apps: list[App] = field(default_factory=list)
+
+    @property
+    def foreground(self) -> list[App]:
+        return [a for a in self.apps if a.role == "foreground"]
+
+    @property
+    def background(self) -> list[App]:
+        return [a for a in self.apps if a.role == "background"]
+
+
+def load(name: str) -> Scenario:
+    path = tomlfile.find(paths.SCENARIOS_DIR, name, "scenario")
+    return parse(tomlfile.load(path, "scenario"), path)
+
+
+def _fraction(table: dict, key: str, where: str) -> float:
+    value = positive(table, key, where)
+    if value > 1:
+        raise UserError(f"{where}: `{key}` must be in (0, 1], got {value}")
+    return value
+
+
+def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
+    unknown = set(raw) - APP_KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+                        f"known: {', '.join(sorted(APP_KEYS))}")
+    t = {**defaults, **raw}
+    name = require(t, "name", str, where)
+    where = f"{where} ({name})"
+    bg_touch = t.get("bg_touch")
+    if bg_touch is not None:
+        positive(bg_touch, "period_ms", f"{where} bg_touch")
+        positive(bg_touch, "mb", f"{where} bg_touch")
+    adj_class = t.get("adj_class", "cached")
+    if adj_class not in ADJ_CLASSES:
+        raise UserError(f"{where}: adj_class {adj_class!r} must be one of {sorted(ADJ_CLASSES)}")
+    return App(
+        name=name, role=role,
+        processes=int(positive(t, "processes", where)),
+        anon_mb=positive(t, "anon_mb", where),
+        file_mb=positive(t, "file_mb", where, allow_zero=True),
+        launch_fraction=_fraction(t, "launch_fraction", where),
+        working_set_fraction=_fraction(t, "working_set_fraction", where),
+        init_work_ms=positive(t, "init_work_ms", where, allow_zero=True),
+        growth_ms=int(positive(t, "growth_ms", where, allow_zero=True)),
+        fg_period_ms=int(positive(t, "fg_period_ms", where)),
+        fg_churn_mb=t.get("fg_churn_mb", 0),
+        bg_touch=bg_touch,
+        adj_class=adj_class,
+    )
+
+
+def parse(data: dict, path: Path) -> Scenario:
+    where = f"scenario {path.name}"
+    unknown = set(data) - SCENARIO_KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    defaults = data.get("defaults", {})
+    apps: list[App] = []
+    for role in ("foreground", "background"):
+        for i, raw in enumerate(data.get(role, [])):
+            apps.append(_app(raw, defaults, role, f"{where} [[{role}]] #{i + 1}"))
+    names = [a.name for a in apps]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UserError(f"{where}: app name(s) used twice: {', '.join(dupes)}")
+    if not any(a.role == "foreground" for a in apps):
+        raise UserError(f"{where}: needs at least one [[foreground]] app")
+    dwell = require(data, "dwell_ms", list, where)
+    if len(dwell) != 2 or not all(isinstance(x, int) and x > 0 for x in dwell) or dwell[0] > dwell[1]:
+        raise UserError(f"{where}: `dwell_ms` must be [min, max] in ms with 0 < min <= max")
+    return Scenario(
+        name=require(data, "name", str, where),
+        description=data.get("description", ""),
+        rounds=int(positive(data, "rounds", where)),
+        dwell_ms=(dwell[0], dwell[1]),
+        launch_gap_ms=int(positive(data, "launch_gap_ms", where, allow_zero=True)),
+        settle_ms=int(positive(data, "settle_ms", where, allow_zero=True)),
+        deadline_s=int(positive(data, "deadline_s", where)),
+        apps=apps,
+    )

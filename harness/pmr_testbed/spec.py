@@ -1,0 +1,78 @@
+"""Build the guest's spec.json: scenario, profile and scheme, scaled to the guest.
+
+This is the only place where phone-scale figures become guest figures; the
+guest runtime does no scaling of its own (docs/guest-interface.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .profiles import Profile
+from .scenarios import App, Scenario
+from .schemes import Scheme
+
+SWAP_SERIAL = "pmrswap"
+DATA_SERIAL = "pmrdata"
+
+# Android lmkd defaults (system/memory/lmkd, ../shared/calibration.md).
+LMKD_DEFAULTS = {
+    "medium_some_ms": 70, "critical_full_ms": 700, "window_ms": 1000,
+    "medium_min_adj": 800, "critical_min_adj": 0, "perceptible_adj": 200,
+    "swap_free_low_percentage": 20, "thrashing_limit": 100,
+    "thrashing_limit_decay": 10, "kill_timeout_ms": 100,
+    "kill_heaviest_task": True, "poll_ms": 10,
+}
+RECLAIM_THREADS = ["kswapd", "kshrinkd", "pmr_unmap"]
+
+
+def app_spec(app: App, profile: Profile) -> dict:
+    return {
+        "name": app.name,
+        "processes": app.processes,
+        "anon_mb": profile.scale_mb(app.anon_mb),
+        "file_mb": profile.scale_mb(app.file_mb) if app.file_mb else 0,
+        "launch_fraction": app.launch_fraction,
+        "working_set_fraction": app.working_set_fraction,
+        "init_work_ms": app.init_work_ms,
+        "growth_ms": app.growth_ms,
+        "fg_period_ms": app.fg_period_ms,
+        "fg_churn_mb": profile.scale_mb(app.fg_churn_mb) if app.fg_churn_mb else 0,
+        "bg_touch": None if app.bg_touch is None else {
+            "period_ms": int(app.bg_touch["period_ms"]),
+            "mb": profile.scale_mb(app.bg_touch["mb"]),
+        },
+        "adj_class": app.adj_class,
+    }
+
+
+def footprint_mb(spec: dict) -> int:
+    """Guest MB the scenario's apps would use if nothing were reclaimed."""
+    return sum(a["anon_mb"] + a["file_mb"] for a in spec["apps"])
+
+
+def build(*, run_id: str, out_dir: Path, seed: int, scenario: Scenario, profile: Profile,
+          scheme: Scheme, work_iters_per_ms: float) -> dict:
+    return {
+        "run_id": run_id,
+        "seed": seed,
+        "out_dir": str(out_dir),
+        "deadline_s": scenario.deadline_s,
+        "work_iters_per_ms": work_iters_per_ms,
+        "scheme": {"name": scheme.name, "knobs": scheme.knobs, "policies": scheme.policies},
+        "memory": {**profile.watermarks(), "swappiness": 100},
+        "swap": {"serial": SWAP_SERIAL, "zram_mb": 0},
+        "data_disk": {"serial": DATA_SERIAL},
+        "lmkd": dict(LMKD_DEFAULTS),
+        "metrics": {"interval_ms": 100, "reclaim_threads": RECLAIM_THREADS},
+        "scenario": {
+            "name": scenario.name,
+            "rounds": scenario.rounds,
+            "dwell_ms": list(scenario.dwell_ms),
+            "launch_gap_ms": scenario.launch_gap_ms,
+            "settle_ms": scenario.settle_ms,
+            "foreground": [a.name for a in scenario.foreground],
+            "background": [a.name for a in scenario.background],
+        },
+        "apps": [app_spec(a, profile) for a in scenario.apps],
+    }

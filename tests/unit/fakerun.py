@@ -1,0 +1,141 @@
+"""Synthetic run and results directories, written as docs/guest-interface.md says.
+
+Tests describe a run by what matters to them (switches, kills, counter
+increments, swap writes); everything else gets plausible values, in the
+exact file formats the guest writes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# A 6.1 /proc/vmstat in file order (abridged), as the guest's header copies it.
+VMSTAT_KEYS = [
+    "nr_free_pages", "nr_zone_inactive_anon", "nr_zone_active_anon", "nr_zone_inactive_file",
+    "nr_zone_active_file", "nr_inactive_anon", "nr_active_anon", "workingset_refault_anon",
+    "workingset_refault_file", "pgpgin", "pgpgout", "pswpin", "pswpout", "pgalloc_dma",
+    "pgalloc_dma32", "pgalloc_normal", "pgalloc_movable", "allocstall_dma", "allocstall_dma32",
+    "allocstall_normal", "allocstall_movable", "pgskip_dma", "pgfree", "pgactivate",
+    "pgfault", "pgmajfault", "pgrefill", "pgsteal_kswapd", "pgsteal_direct",
+    "pgsteal_khugepaged", "pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged",
+    "pgscan_direct_throttle", "pgscan_anon", "pgscan_file", "pgsteal_anon", "pgsteal_file",
+]
+DISKSTAT_FIELDS = [
+    "read_ios", "read_merges", "read_sectors", "read_ticks", "write_ios", "write_merges",
+    "write_sectors", "write_ticks", "in_flight", "io_ticks", "time_in_queue", "discard_ios",
+    "discard_merges", "discard_sectors", "discard_ticks", "flush_ios", "flush_ticks",
+]
+SWAP_DEV = "vdb"
+INTERVAL_MS = 100
+
+
+def switch(app: str, kind: str, response_ms: float, round_: int = 0, t_ms: int = 5000) -> dict:
+    return {"t_ms": t_ms, "type": "switch", "round": round_, "index": 0, "app": app,
+            "kind": kind, "response_ms": response_ms, "from": "launcher"}
+
+
+def kill(app: str, reason: str, t_ms: int = 6000) -> dict:
+    return {"t_ms": t_ms, "type": "kill", "app": app, "pid": 321, "adj": 950,
+            "rss_kb": 40000, "level": "medium", "reason": reason}
+
+
+def write_run(run_dir: Path, *, status: str = "ok",
+              switches: list[dict] | None = None,
+              kills: list[dict] | None = None,
+              vmstat_increments: dict[str, int] | None = None,
+              write_sectors: list[int] | None = None,
+              sample_t_ms: list[int] | None = None,
+              hist: dict[str, int] | None = None,
+              threads_cpu: dict[str, float] | None = None,
+              swap_dev: str = SWAP_DEV, diskstat_dev: str | None = None,
+              omit: tuple[str, ...] = ()) -> Path:
+    """Write a run directory. `write_sectors` is the cumulative counter per sample
+    (samples every 100 ms from t=0 unless `sample_t_ms` is given); the vmstat
+    counters rise by `vmstat_increments` from the first to the last sample.
+    Files named in `omit` are not written."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    switches = switches if switches is not None else [
+        switch("chrome", "cold", 900.0, 0), switch("youtube", "hot", 300.0, 0),
+        switch("chrome", "hot", 200.0, 1), switch("youtube", "hot", 400.0, 1)]
+    kills = kills or []
+    write_sectors = write_sectors if write_sectors is not None else [0] * 31
+    sample_t_ms = sample_t_ms or [i * INTERVAL_MS for i in range(len(write_sectors))]
+    run = {"status": status, "error": None if status == "ok" else "app chrome hung",
+           "kernel": "6.1.192", "knobs": {"/proc/sys/vm/swappiness": "100"},
+           "mem_total_kb": 2000000, "swap_total_kb": 350000, "swap_dev": swap_dev,
+           "started_at": "2025-01-01T00:00:00Z", "workload_s": sample_t_ms[-1] / 1000,
+           "switches": len(switches), "kills": len(kills)}
+    (run_dir / "run.json").write_text(json.dumps(run))
+    _write_events(run_dir / "events.jsonl", switches, kills, sample_t_ms[-1])
+    _write_vmstat(run_dir / "vmstat.csv", sample_t_ms, vmstat_increments or {})
+    _write_diskstat(run_dir / "diskstat.csv", sample_t_ms, write_sectors, diskstat_dev or swap_dev)
+    _write_psi(run_dir / "psi.csv", sample_t_ms)
+    hist = hist if hist is not None else {"4096": 300, "65536": 40, "131072": 10}
+    (run_dir / "swap_write_hist.json").write_text(json.dumps({"dev": swap_dev, "bytes": hist}))
+    threads_cpu = threads_cpu if threads_cpu is not None else {"kswapd0": 4.2}
+    (run_dir / "threads_cpu.json").write_text(json.dumps(threads_cpu))
+    for name in omit:
+        (run_dir / name).unlink()
+    return run_dir
+
+
+def _write_events(path: Path, switches: list[dict], kills: list[dict], end_ms: int) -> None:
+    events = [{"t_ms": 0, "type": "phase", "phase": "background_launch"},
+              {"t_ms": 10, "type": "launch", "app": "firefox", "kind": "cold",
+               "response_ms": 950.0, "role": "background"},
+              {"t_ms": 1000, "type": "phase", "phase": "settle"},
+              {"t_ms": 2000, "type": "phase", "phase": "switching"},
+              *switches]
+    for k in kills:
+        events += [k, {"t_ms": k["t_ms"] + 5, "type": "app_died", "app": k["app"], "pid": k["pid"]}]
+    events.append({"t_ms": end_ms, "type": "phase", "phase": "done"})
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def _write_vmstat(path: Path, t_ms: list[int], increments: dict[str, int]) -> None:
+    base = {k: 1000 + 17 * i for i, k in enumerate(VMSTAT_KEYS)}
+    lines = ["t_ms," + ",".join(VMSTAT_KEYS)]
+    last = len(t_ms) - 1
+    for i, t in enumerate(t_ms):
+        # counters rise linearly so that intermediate rows are plausible too
+        row = [base[k] + increments.get(k, 0) * i // last for k in VMSTAT_KEYS]
+        lines.append(",".join(map(str, [t, *row])))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _write_diskstat(path: Path, t_ms: list[int], write_sectors: list[int], dev: str) -> None:
+    lines = ["t_ms,dev," + ",".join(DISKSTAT_FIELDS)]
+    for t, ws in zip(t_ms, write_sectors):
+        fields = dict.fromkeys(DISKSTAT_FIELDS, 0)
+        fields |= {"read_ios": 50 + t // 100, "read_sectors": 400 + t, "write_ios": ws // 8,
+                   "write_sectors": ws, "write_ticks": ws // 4, "io_ticks": t // 10}
+        lines.append(",".join(map(str, [t, dev, *fields.values()])))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _write_psi(path: Path, t_ms: list[int]) -> None:
+    lines = ["t_ms,some_avg10,some_total_us,full_avg10,full_total_us"]
+    lines += [f"{t},1.50,{t * 20},0.40,{t * 5}" for t in t_ms]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_campaign(results_dir: Path, schemes: list[str], runs: list[dict], reps: int = 3) -> Path:
+    """campaign.json; each of `runs` is {scheme, rep, status[, error]}; dir is derived."""
+    entries = [{"scheme": r["scheme"], "rep": r["rep"],
+                "dir": f"runs/{r['scheme']}-r{r['rep']}", "status": r["status"],
+                "error": r.get("error")} for r in runs]
+    campaign = {
+        "scenario": "smoke", "profile": "pixel6pro-mini", "schemes": schemes, "reps": reps,
+        "seed": 42,
+        "dilation": {"factor": 3.2, "host_ns_per_page": 12.5, "guest_ns_per_page": 40.0},
+        "qemu": {"accel": "kvm", "swap_bps_write": 400 * 2**20, "swap_iops_write": 20000,
+                 "data_bps_read": 800 * 2**20},
+        "guest": {"ram_mb": 2048, "cpus": 4, "scale": 0.25},
+        "kernel": {"version": "6.1.192", "series": ["0001-mm-pmr-victim-list.patch"],
+                   "flavour": "testbed"},
+        "runs": entries,
+    }
+    results_dir.mkdir(parents=True, exist_ok=True)
+    (results_dir / "campaign.json").write_text(json.dumps(campaign, indent=2))
+    return results_dir

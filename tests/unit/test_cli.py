@@ -1,0 +1,51 @@
+"""Bad input: one clear line on stderr and exit status 2, nothing written."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pmrtb(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "pmr_testbed.cli", *args], cwd=cwd,
+                          capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT / "harness"), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--scenario", "nope", "--profile", "pixel5", "--schemes", "original"], "unknown scenario 'nope'"),
+    (["--scenario", "smoke", "--profile", "iphone", "--schemes", "original"], "unknown profile 'iphone'"),
+    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "original,zzz"], "unknown scheme 'zzz'"),
+    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", ","], "no schemes given"),
+    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "original", "--reps", "0"],
+     "--reps must be at least 1"),
+])
+def test_bad_input_one_line_exit_2(tmp_path, args, message):
+    out = tmp_path / "out"
+    res = pmrtb("run", *args, "--out", str(out))
+    assert res.returncode == 2, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("pmrtb: error: ") and message in lines[0]
+    assert not out.exists()
+
+
+def test_missing_qemu_is_named(tmp_path, monkeypatch):
+    res = subprocess.run(
+        [sys.executable, "-c",
+         "import shutil, sys; from pmr_testbed import cli;"
+         "real = shutil.which;"
+         "shutil.which = lambda n, **k: None if n == 'qemu-system-x86_64' else real(n, **k);"
+         "sys.argv = ['pmrtb', 'run', '--scenario', 'smoke', '--profile', 'pixel5',"
+         f" '--schemes', 'original', '--out', '{tmp_path / 'o'}'];"
+         "cli.main()"],
+        cwd=ROOT, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "harness")})
+    assert res.returncode == 2
+    assert "qemu-system-x86_64 not found" in res.stderr
+
+
+def test_report_of_a_non_results_dir_is_refused(tmp_path):
+    res = pmrtb("report", str(tmp_path))
+    assert res.returncode == 2 and "not a results directory" in res.stderr

@@ -1,0 +1,142 @@
+"""Profiles, scenarios and schemes: the shipped files load, bad ones are refused."""
+
+import math
+from pathlib import Path
+
+import pytest
+
+from pmr_testbed import profiles, scenarios, schemes, spec
+from pmr_testbed.errors import UserError
+
+
+def test_pixel6pro_scales_memory_and_keeps_watermark_share():
+    p = profiles.load("pixel6pro")
+    assert p.guest_ram_mb == int(12288 * p.scale)
+    assert p.guest_swap_mb == int(2048 * p.scale)
+    wm = p.watermarks()
+    ram_kb = p.guest_ram_mb * 1024
+    # Reproduce the kernel's high watermark from the two sysctls.
+    gap = max(wm["min_free_kbytes"] / 4, ram_kb * wm["watermark_scale_factor"] / 10000)
+    high_kb = wm["min_free_kbytes"] + 2 * gap
+    assert math.isclose(high_kb / ram_kb, 39340 * 4 / (12288 * 1024), rel_tol=0.05)
+
+
+def test_qemu_limits_divide_phone_figures_by_dilation():
+    p = profiles.load("pixel6pro")
+    fast, slow = p.qemu_limits(1.0), p.qemu_limits(10.0)
+    assert fast["swap_bps_write"] == 1261 * 2**20
+    assert fast["swap_iops_write"] == 1000 * 256
+    assert slow["swap_bps_write"] == fast["swap_bps_write"] // 10
+    assert profiles.load("pixel5").qemu_limits(1.0)["swap_iops_write"] == 378 * 256
+
+
+def test_every_shipped_profile_scenario_scheme_loads():
+    root = Path(__file__).resolve().parents[2]
+    for f in (root / "profiles").glob("*.toml"):
+        profiles.load(f.stem)
+    for f in (root / "scenarios").glob("*.toml"):
+        scenarios.load(f.stem)
+    prof = profiles.load("pixel6pro")
+    for f in (root / "schemes").glob("*.toml"):
+        schemes.resolve(f.stem, prof)
+
+
+def test_paper_scenario_is_the_papers_workload():
+    s = scenarios.load("paper")
+    assert len(s.foreground) == 10 and len(s.background) == 26
+    assert s.rounds == 10
+    assert {"chrome", "facebook", "twitter", "youtube", "tiktok", "amazon", "gmap", "uber",
+            "spotify", "angrybirds"} == {a.name for a in s.foreground}
+    big = [a for a in s.foreground if a.anon_mb >= 400]
+    assert len(big) == 10 and max(a.anon_mb + a.file_mb for a in s.foreground) <= 1200
+
+
+def test_unknown_names_give_one_line_with_choices():
+    with pytest.raises(UserError, match="unknown profile 'pixel99'.*pixel5"):
+        profiles.load("pixel99")
+    with pytest.raises(UserError, match="unknown scenario"):
+        scenarios.load("nope")
+    with pytest.raises(UserError, match="unknown scheme 'nope'"):
+        schemes.parse_list("original,nope", profiles.load("pixel5"))
+
+
+def _scenario(tmp_path, text):
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    from pmr_testbed import tomlfile
+    return scenarios.parse(tomlfile.load(f, "scenario"), f)
+
+
+BASE = """
+name = "t"
+rounds = 1
+dwell_ms = [10, 20]
+launch_gap_ms = 0
+settle_ms = 0
+deadline_s = 10
+[defaults]
+processes = 1
+launch_fraction = 0.5
+working_set_fraction = 0.5
+growth_ms = 0
+fg_period_ms = 100
+init_work_ms = 1
+file_mb = 1
+"""
+
+
+def test_scenario_validation(tmp_path):
+    ok = _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 10\n')
+    assert ok.foreground[0].anon_mb == 10
+    with pytest.raises(UserError, match="not valid TOML"):
+        _scenario(tmp_path, BASE + "[[foreground]\n")
+    with pytest.raises(UserError, match="unknown key"):
+        _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 10\nanonmb = 3\n')
+    with pytest.raises(UserError, match="used twice"):
+        _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 1\n'
+                  '[[background]]\nname = "a"\nanon_mb = 1\n')
+    with pytest.raises(UserError, match="must be > 0"):
+        _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = -5\n')
+    with pytest.raises(UserError, match="at least one"):
+        _scenario(tmp_path, BASE)
+    with pytest.raises(UserError, match="launch_fraction"):
+        _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 1\nlaunch_fraction = 2\n')
+
+
+def test_scheme_combination_merges_and_refuses_conflicts(tmp_path, monkeypatch):
+    from pmr_testbed import paths
+    (tmp_path / "a.toml").write_text('name = "a"\npolicies = ["x"]\n[[knobs]]\n'
+                                     'path = "/proc/sys/vm/k1"\nvalue = "{pmr.unmap_unit_kb}"\n')
+    (tmp_path / "b.toml").write_text('name = "b"\npolicies = ["y"]\n[[knobs]]\n'
+                                     'path = "/proc/sys/vm/k2"\nvalue = "2"\n')
+    (tmp_path / "c.toml").write_text('name = "c"\n[[knobs]]\npath = "/proc/sys/vm/k1"\nvalue = "9"\n')
+    (tmp_path / "d.toml").write_text('name = "d"\n[[knobs]]\npath = "/etc/passwd"\nvalue = "9"\n')
+    monkeypatch.setattr(paths, "SCHEMES_DIR", tmp_path)
+    prof = profiles.load("pixel5")
+    ab = schemes.resolve("a+b", prof)
+    assert ab.knobs == [{"path": "/proc/sys/vm/k1", "value": "1024"},
+                        {"path": "/proc/sys/vm/k2", "value": "2"}]
+    assert ab.policies == ["x", "y"]
+    with pytest.raises(UserError, match="cannot be combined"):
+        schemes.resolve("a+c", prof)
+    with pytest.raises(UserError, match="must be under /proc/sys"):
+        schemes.resolve("d", prof)
+    with pytest.raises(UserError, match="malformed"):
+        schemes.resolve("a+", prof)
+    with pytest.raises(UserError, match="twice"):
+        schemes.parse_list("a,a", prof)
+
+
+def test_spec_scales_sizes_and_lists_every_app(tmp_path):
+    prof = profiles.load("pixel6pro")
+    scen = scenarios.load("paper")
+    sch = schemes.resolve("original", prof)
+    s = spec.build(run_id="x", out_dir=tmp_path, seed=7, scenario=scen, profile=prof,
+                   scheme=sch, work_iters_per_ms=1000.0)
+    chrome = next(a for a in s["apps"] if a["name"] == "chrome")
+    assert chrome["anon_mb"] == round(900 * prof.scale)
+    assert len(s["apps"]) == 36
+    assert s["scenario"]["foreground"][0] == "chrome"
+    assert s["scheme"]["knobs"] == [{"path": "/sys/kernel/mm/lru_gen/enabled", "value": "n"}]
+    # The paper's workload overcommits the guest, as it does the phone.
+    assert spec.footprint_mb(s) > prof.guest_ram_mb

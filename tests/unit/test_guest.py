@@ -1,0 +1,58 @@
+"""Guest boot plumbing that can be checked without booting."""
+
+from pathlib import Path
+
+import pytest
+
+from pmr_testbed import guest
+from pmr_testbed.errors import UserError
+
+
+def test_splats_catch_kernel_reports_and_ignore_normal_lines():
+    console = "\n".join([
+        "[    0.1] Linux version 6.1.192",
+        "[    3.2] Adding 349180k swap on /dev/vdb.",
+        "[   12.0] WARNING: CPU: 1 PID: 33 at mm/vmscan.c:123 shrink_folio_list+0x1/0x2",
+        "[   13.0] BUG: KASAN: use-after-free in foo",
+        "[   14.0] lmkd: killed firefox",
+    ])
+    found = guest.splats(console)
+    assert len(found) == 2 and "WARNING: CPU" in found[0] and "KASAN" in found[1]
+    assert guest.splats("all good\nno warnings here") == []
+
+
+def test_disk_qemu_args_carry_throttling_and_serial(tmp_path):
+    d = guest.Disk(tmp_path / "s.img", "pmrswap", 10, {"bps_write": 1000, "iops_write": 50})
+    args = guest.Disk.qemu_args(d)
+    drive = args[1]
+    assert "throttling.bps-write=1000" in drive and "throttling.iops-write=50" in drive
+    assert args[3] == "virtio-blk-pci,drive=pmrswap,serial=pmrswap"
+
+
+def test_create_disk_is_sparse_and_refuses_when_space_is_short(tmp_path, monkeypatch):
+    d = guest.Disk(tmp_path / "x" / "d.img", "pmrdata", 64)
+    guest.create_disk(d)
+    assert d.path.stat().st_size == 64 * 2**20
+    assert d.path.stat().st_blocks * 512 < 2**20
+    big = guest.Disk(tmp_path / "big.img", "pmrswap", 10**9)
+    with pytest.raises(UserError, match="disk full"):
+        guest.create_disk(big)
+
+
+def test_vng_command_uses_tcg_when_told(tmp_path):
+    cmd = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
+                            accel="tcg", rwdirs=[tmp_path], disks=[])
+    assert "--disable-kvm" in cmd and cmd[cmd.index("--memory") + 1] == "512M"
+    assert cmd[cmd.index("--rwdir") + 1] == str(tmp_path)
+    assert "tcg,thread=multi" in cmd[cmd.index("--qemu-opts") + 1]
+    kvm = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
+                            accel="kvm", rwdirs=[], disks=[])
+    assert "--disable-kvm" not in kvm
+
+
+def test_forced_accel_is_validated(monkeypatch):
+    monkeypatch.setenv("PMR_ACCEL", "hvf")
+    with pytest.raises(UserError, match="PMR_ACCEL"):
+        guest.detect_accel(Path("/nonexistent"))
+    monkeypatch.setenv("PMR_ACCEL", "tcg")
+    assert guest.detect_accel(Path("/nonexistent")) == "tcg"

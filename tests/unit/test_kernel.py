@@ -1,0 +1,40 @@
+"""Kernel build bookkeeping that can be checked without building."""
+
+import pytest
+
+from pmr_testbed import kernel
+from pmr_testbed.errors import UserError
+
+
+def test_debian_packaging_block_is_dropped(tmp_path):
+    gi = tmp_path / ".gitignore"
+    gi.write_text("*.o\n*.ko\n\n#\n# Debian packaging\n#\n/*\n!/debian/\n")
+    kernel._drop_debian_packaging_ignore(gi)
+    text = gi.read_text()
+    assert "*.o" in text and "/*" not in text.splitlines()
+
+
+def test_check_config_reports_dropped_options(tmp_path):
+    frag = tmp_path / "f.config"
+    frag.write_text("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=\"x\"\n")
+    (tmp_path / ".config").write_text("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=\"x\"\n")
+    kernel.check_config(tmp_path, [frag])
+    (tmp_path / ".config").write_text("# CONFIG_A is not set\nCONFIG_B=y\nCONFIG_C=\"x\"\n")
+    with pytest.raises(UserError, match="CONFIG_A=y.*CONFIG_B=n"):
+        kernel.check_config(tmp_path, [frag])
+
+
+def test_shipped_fragments_ask_for_what_the_testbed_needs():
+    want = kernel._requested_options(kernel._config_fragments("testbed"))
+    for opt in ("CONFIG_SWAP", "CONFIG_ZRAM", "CONFIG_MEMCG", "CONFIG_PSI", "CONFIG_LRU_GEN",
+                "CONFIG_HIST_TRIGGERS", "CONFIG_VIRTIO_BLK"):
+        assert want[opt] == "y", opt
+    assert want["CONFIG_LRU_GEN_ENABLED"] == "n"
+    debug = kernel._requested_options(kernel._config_fragments("debug"))
+    for opt in ("CONFIG_PROVE_LOCKING", "CONFIG_DEBUG_VM", "CONFIG_DEBUG_LIST", "CONFIG_KASAN"):
+        assert debug[opt] == "y", opt
+
+
+def test_unknown_flavour_is_refused():
+    with pytest.raises(UserError, match="unknown kernel flavour"):
+        kernel.build("fast")

@@ -1,0 +1,115 @@
+"""metrics.load_run on synthetic run directories with known answers."""
+
+import pytest
+
+from fakerun import kill, switch, write_run
+from pmr_testbed.metrics import MB, RunError, load_run, thread_family
+
+SECTORS_PER_MB = MB // 512
+
+
+def test_reclaim_throughput_per_second_windows(tmp_path):
+    # 3 s of samples every 100 ms: idle, then 1 MB per sample (10 MB/s), then 2 MB (20 MB/s)
+    per_sample = [0] * 10 + [SECTORS_PER_MB] * 10 + [2 * SECTORS_PER_MB] * 10
+    cumulative = [0]
+    for inc in per_sample:
+        cumulative.append(cumulative[-1] + inc)
+    m = load_run(write_run(tmp_path / "r", write_sectors=cumulative))
+    assert m.reclaim_t_s == [0.0, 1.0, 2.0]
+    assert m.reclaim_series_mbps == pytest.approx([0.0, 10.0, 20.0])
+    # the idle first second is not part of the mean
+    assert m.reclaim_mbps == pytest.approx({"mean": 15.0, "peak": 20.0})
+
+
+def test_reclaim_throughput_interpolates_unaligned_samples(tmp_path):
+    # a steady 8 MB/s sampled irregularly; windows are whole seconds of workload time
+    t_ms = [250, 750, 1875, 2250, 3625]  # multiples of 125 ms: whole sectors
+    sectors = [t * 8 * SECTORS_PER_MB // 1000 for t in t_ms]
+    m = load_run(write_run(tmp_path / "r", write_sectors=sectors, sample_t_ms=t_ms))
+    assert m.reclaim_t_s == [1.0, 2.0]
+    assert m.reclaim_series_mbps == pytest.approx([8.0, 8.0])
+
+
+def test_no_swap_writes_gives_no_mean_but_zero_peak(tmp_path):
+    m = load_run(write_run(tmp_path / "r", write_sectors=[7] * 21))
+    assert m.reclaim_mbps == {"mean": None, "peak": 0.0}
+
+
+def test_diskstat_of_another_device_is_rejected(tmp_path):
+    with pytest.raises(RunError, match="swap device is vdb"):
+        load_run(write_run(tmp_path / "r", diskstat_dev="vdc"))
+
+
+def test_vmstat_deltas_and_allocstall_over_all_zones(tmp_path):
+    inc = {"allocstall_dma": 1, "allocstall_dma32": 5, "allocstall_normal": 40,
+           "allocstall_movable": 2, "pgmajfault": 1234, "pswpout": 25600, "pswpin": 512,
+           "pgscan_kswapd": 90000, "pgsteal_kswapd": 30000, "pgscan_direct": 800,
+           "pgsteal_direct": 300, "pgscan_anon": 99999}
+    m = load_run(write_run(tmp_path / "r", vmstat_increments=inc))
+    assert m.allocstall == 48
+    assert m.pgmajfault == 1234
+    assert m.pswpout_mb == pytest.approx(100.0)
+    assert m.pswpin_mb == pytest.approx(2.0)
+    assert (m.pgscan_kswapd, m.pgsteal_kswapd) == (90000, 30000)
+    assert (m.pgscan_direct, m.pgsteal_direct) == (800, 300)
+
+
+def test_switches_kills_and_launch_kinds(tmp_path):
+    switches = [switch("chrome", "cold", 1000.0, 0), switch("youtube", "hot", 200.0, 0),
+                switch("chrome", "hot", 400.0, 1), switch("youtube", "cold", 600.0, 1),
+                switch("chrome", "hot", 300.0, 2)]
+    kills = [kill("firefox", "low_swap_and_thrashing"), kill("whatsapp", "critical_pressure"),
+             kill("opera", "low_swap_and_thrashing")]
+    m = load_run(write_run(tmp_path / "r", switches=switches, kills=kills))
+    assert [s["response_ms"] for s in m.switches] == [1000.0, 200.0, 400.0, 600.0, 300.0]
+    assert m.switches[3] == {"app": "youtube", "kind": "cold", "response_ms": 600.0, "round": 1}
+    assert m.response_ms == pytest.approx({"mean": 500.0, "p50": 400.0, "p95": 920.0})
+    assert m.response_by_app == pytest.approx({"chrome": 566.6667, "youtube": 400.0})
+    assert (m.cold_launches, m.hot_launches) == (2, 3)
+    assert m.kills == 3
+    assert m.kills_by_reason == {"low_swap_and_thrashing": 2, "critical_pressure": 1}
+
+
+@pytest.mark.parametrize("name, family", [("kswapd0", "kswapd"), ("kswapd12", "kswapd"),
+                                          ("kshrinkd0", "kshrinkd"), ("pmr_unmap/1", "pmr_unmap"),
+                                          ("pmr_unmap", "pmr_unmap")])
+def test_thread_family(name, family):
+    assert thread_family(name) == family
+
+
+def test_reclaim_cpu_summed_by_family(tmp_path):
+    threads = {"kswapd0": 10.5, "kswapd1": 2.25, "kshrinkd0": 3.0, "kshrinkd1": 1.0,
+               "pmr_unmap": 0.5}
+    m = load_run(write_run(tmp_path / "r", threads_cpu=threads))
+    assert m.reclaim_cpu_s == pytest.approx({"kshrinkd": 4.0, "kswapd": 12.75, "pmr_unmap": 0.5})
+    assert m.reclaim_cpu_total == pytest.approx(17.25)
+
+
+def test_swap_write_hist_mean_is_request_weighted(tmp_path):
+    m = load_run(write_run(tmp_path / "r", hist={"4096": 30, "8192": 10, "1048576": 2}))
+    assert m.swap_write_kb["hist"] == {"4": 30, "8": 10, "1024": 2}
+    assert m.swap_write_kb["mean"] == pytest.approx((4 * 30 + 8 * 10 + 1024 * 2) / 42)
+
+
+def test_missing_optional_files_are_none_not_zero(tmp_path):
+    m = load_run(write_run(tmp_path / "r",
+                           omit=("threads_cpu.json", "swap_write_hist.json")))
+    assert m.reclaim_cpu_s is None
+    assert m.reclaim_cpu_total is None
+    assert m.swap_write_kb is None
+    assert m.missing == ["threads_cpu.json", "swap_write_hist.json"]
+
+
+def test_failed_run_is_never_a_result(tmp_path):
+    with pytest.raises(RunError, match="status 'failed': app chrome hung"):
+        load_run(write_run(tmp_path / "r", status="failed"))
+
+
+def test_missing_run_json_is_an_error(tmp_path):
+    with pytest.raises(RunError, match="run.json is missing"):
+        load_run(write_run(tmp_path / "r", omit=("run.json",)))
+
+
+def test_missing_required_file_is_an_error(tmp_path):
+    with pytest.raises(RunError, match="vmstat.csv is missing"):
+        load_run(write_run(tmp_path / "r", omit=("vmstat.csv",)))

@@ -1,0 +1,139 @@
+"""summary.py: medians, spread, ratios, failed runs and the schema check."""
+
+import copy
+import json
+
+import pytest
+
+from fakerun import kill, write_campaign, write_run
+from pmr_testbed.summary import validate_summary, write_summary
+
+KILL = kill("firefox", "low_swap_and_thrashing")
+
+
+def _results(tmp_path, kills: dict[str, list[int]], failed: dict[str, list[int]] | None = None,
+             extra_schemes: tuple[str, ...] = ()):
+    """A results dir whose runs have kills[scheme][rep-1] kills each; reps in
+    `failed` are marked failed in campaign.json, though their files look fine."""
+    failed = failed or {}
+    runs = []
+    for scheme, per_rep in kills.items():
+        for rep, n in enumerate(per_rep, start=1):
+            write_run(tmp_path / "runs" / f"{scheme}-r{rep}", kills=[KILL] * n,
+                      vmstat_increments={"allocstall_normal": 10 * n, "pswpout": 256 * rep},
+                      hist={"4096": 10 * rep, "65536": 1},
+                      threads_cpu={"kswapd0": 2.0 * rep, "kswapd1": 1.0})
+            if rep in failed.get(scheme, []):
+                runs.append({"scheme": scheme, "rep": rep, "status": "failed",
+                             "error": "guest run exited with status 1"})
+            else:
+                runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
+    return write_campaign(tmp_path, [*kills, *extra_schemes], runs)
+
+
+def test_median_min_max_and_summed_hist(tmp_path):
+    s = write_summary(_results(tmp_path, {"original": [2, 5, 3]}))
+    e = s["schemes"]["original"]
+    assert e["runs"] == 3
+    assert e["kills"] == 3
+    assert e["spread"]["kills"] == {"min": 2, "max": 5}
+    assert e["allocstall"] == 30
+    assert e["pswpout_mb"] == pytest.approx(2.0)  # reps write 1, 2, 3 MB
+    assert e["reclaim_cpu_s"] == pytest.approx({"kswapd": 5.0})  # 3, 5, 7 s
+    assert e["spread"]["reclaim_cpu_s.kswapd"] == pytest.approx({"min": 3.0, "max": 7.0})
+    assert e["reclaim_cpu_total"] == pytest.approx(5.0)
+    assert e["swap_write_kb"]["hist"] == {"4": 60, "64": 3}
+    assert e["cold_launches"] == 1 and e["hot_launches"] == 3
+    assert json.loads((tmp_path / "summary.json").read_text()) == s
+    assert validate_summary(s) == []
+
+
+def test_single_run_has_no_spread(tmp_path):
+    s = write_summary(_results(tmp_path, {"original": [4]}))
+    assert "spread" not in s["schemes"]["original"]
+
+
+def test_failed_runs_are_excluded_and_listed(tmp_path):
+    results = _results(tmp_path, {"original": [2, 100, 4], "pmr": [1, 1, 1]},
+                       failed={"original": [2]})
+    # campaign says ok, but the guest's run.json says failed: also not a result
+    write_run(results / "runs" / "pmr-r3", status="failed", kills=[KILL] * 50)
+    s = write_summary(results)
+    assert s["schemes"]["original"]["runs"] == 2
+    assert s["schemes"]["original"]["kills"] == 3  # median of 2 and 4; 100 excluded
+    assert s["schemes"]["pmr"]["runs"] == 2
+    assert s["schemes"]["pmr"]["kills"] == 1
+    failed = {(f["scheme"], f["rep"]): f["error"] for f in s["failed_runs"]}
+    assert set(failed) == {("original", 2), ("pmr", 3)}
+    assert "exited with status 1" in failed[("original", 2)]
+    assert "app chrome hung" in failed[("pmr", 3)]
+    assert any("only 2 of 3" in w for w in s["warnings"])
+    assert validate_summary(s) == []
+
+
+def test_ratios_of_medians_and_paired_spread(tmp_path):
+    s = write_summary(_results(tmp_path, {"original": [4, 6, 8], "pmr": [1, 3, 2]}))
+    r = s["ratios"]["pmr"]
+    assert r["kills"] == pytest.approx(2 / 6)
+    # pairs by rep: 1/4, 3/6, 2/8
+    assert r["spread"]["kills"] == pytest.approx({"min": 0.25, "max": 0.5, "pairs": 3})
+    assert r["allocstall"] == pytest.approx(20 / 60)
+    assert r["pswpout_mb"] == pytest.approx(1.0)
+    assert set(r) >= {"response_ms.mean", "reclaim_mbps.peak", "reclaim_cpu_total"}
+    assert "original" not in s["ratios"]
+
+
+def test_ratio_against_zero_is_undefined(tmp_path):
+    s = write_summary(_results(tmp_path, {"original": [0, 0], "mglru": [1, 2]}))
+    assert s["ratios"]["mglru"]["kills"] is None
+    assert "kills" not in s["ratios"]["mglru"]["spread"]
+
+
+def test_scheme_without_ok_runs_is_flagged_not_fatal(tmp_path):
+    results = _results(tmp_path, {"original": [1, 2], "pmr": [1, 1]}, failed={"pmr": [1, 2]})
+    s = write_summary(results)
+    assert s["schemes"]["pmr"] == {"runs": 0}
+    assert s["ratios"] == {}
+    assert any(w.startswith("pmr: no ok runs (2 failed)") for w in s["warnings"])
+    assert validate_summary(s) == []
+
+
+def test_no_baseline_means_no_ratios(tmp_path):
+    s = write_summary(_results(tmp_path, {"mglru": [1], "pmr": [2]}))
+    assert s["ratios"] == {}
+
+
+def test_setup_is_copied(tmp_path):
+    s = write_summary(_results(tmp_path, {"original": [1]}))
+    assert s["qemu"]["accel"] == "kvm"
+    assert s["guest"]["ram_mb"] == 2048
+    assert s["dilation"]["factor"] == 3.2
+    assert s["kernel"]["version"] == "6.1.192"
+    assert s["kernel"]["series"] == ["0001-mm-pmr-victim-list.patch"]
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda s: s["schemes"]["original"].pop("kills"), "schemes.original.kills"),
+    (lambda s: s["schemes"]["pmr"]["response_ms"].pop("p95"), "schemes.pmr.response_ms.p95"),
+    (lambda s: s["schemes"]["pmr"].__setitem__("allocstall", "many"), "schemes.pmr.allocstall"),
+    (lambda s: s.pop("dilation"), "dilation"),
+    (lambda s: s["kernel"].pop("series"), "kernel"),
+    (lambda s: s["ratios"]["pmr"].pop("kills"), "ratios.pmr.kills"),
+    (lambda s: s["failed_runs"].append({"scheme": "pmr"}), "failed_runs"),
+    (lambda s: s["schemes"]["original"]["spread"].__setitem__("kills", {"min": 9, "max": 1}),
+     "spread.kills"),
+])
+def test_validate_summary_catches_schema_problems(tmp_path, damage, problem):
+    s = write_summary(_results(tmp_path, {"original": [1, 2], "pmr": [0, 1]}))
+    assert validate_summary(s) == []
+    broken = copy.deepcopy(s)
+    damage(broken)
+    problems = validate_summary(broken)
+    assert any(problem in p for p in problems), problems
+
+
+def test_scheme_listed_but_never_run_is_flagged(tmp_path):
+    # an interrupted campaign: pmr is in the scheme list but has no run entries yet
+    s = write_summary(_results(tmp_path, {"original": [1]}, extra_schemes=("pmr",)))
+    assert s["schemes"]["pmr"] == {"runs": 0}
+    assert any(w.startswith("pmr: no ok runs (0 failed)") for w in s["warnings"])
