@@ -155,7 +155,7 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
     if res.returncode == GUEST_SETUP_ERROR:
         line = next((ln for ln in res.console.splitlines() if "pmr-guest: error:" in ln),
                     "pmr-guest: error: (no message)")
-        raise UserError(line.split("pmr-guest: ", 1)[1] + f" [run {run_id}]")
+        raise UserError(line.split("pmr-guest: error: ", 1)[1] + f" [run {run_id}]")
     if res.returncode != 0:
         raise GuestError(f"guest run exited with status {res.returncode}; console: "
                          f"{run_dir / 'console.log'}", guest.tail(res.console))

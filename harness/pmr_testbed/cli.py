@@ -94,7 +94,7 @@ def shell(profile: str = typer.Option("pixel6pro", help="profile for guest RAM a
     cmd = guest.vng_command(image.bzimage, exec_cmd=None, ram_mb=prof.guest_ram_mb,
                             cpus=prof.cpus, accel=accel, rwdirs=[], disks=[])
     cmd.remove("--verbose")
-    os.execvp(cmd[0], cmd)
+    os.execvpe(cmd[0], cmd, guest.vng_env())
 
 
 def main() -> None:

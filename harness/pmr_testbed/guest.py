@@ -25,7 +25,7 @@ from . import paths
 from .errors import GuestError, UserError
 
 ACCEL_CACHE = paths.BUILD_DIR / "accel.json"
-KVM_PROBE_TIMEOUT_S = 20
+KVM_PROBE_TIMEOUT_S = 10
 # Console lines that mean the kernel is unwell; a run that shows one fails.
 SPLAT_PATTERNS = [
     r"Kernel panic", r"\bBUG: ", r"\bOops\b", r"WARNING: .* at ", r"WARNING: CPU: ",
@@ -85,6 +85,12 @@ def check_host_tools() -> None:
     if not shutil.which("udevadm"):
         raise UserError("udev is not installed on the host: vng --exec returns nothing "
                         "without it; run `make setup` (or apt-get install udev)")
+
+
+def vng_env() -> dict:
+    """vng runs its helpers (virtme-run, ...) from PATH: put the venv first."""
+    venv_bin = str(Path(sys.executable).parent)
+    return dict(os.environ, PATH=venv_bin + os.pathsep + os.environ.get("PATH", ""))
 
 
 def _vng() -> str | None:
@@ -159,10 +165,9 @@ def vng_command(kernel: Path, *, exec_cmd: str | None, ram_mb: int, cpus: int, a
     qemu: list[str] = []
     for disk in disks:
         qemu += disk.qemu_args()
-    if accel == "tcg":
-        qemu += ["-accel", "tcg,thread=multi"]
     if qemu:
-        cmd += ["--qemu-opts", " ".join(shlex.quote(a) for a in qemu)]
+        # "=" form: argparse would take a value that starts with "-" for an option
+        cmd.append("--qemu-opts=" + " ".join(shlex.quote(a) for a in qemu))
     for a in append or []:
         cmd += ["--append", a]
     if exec_cmd is not None:
@@ -186,7 +191,7 @@ def boot(kernel: Path, *, exec_cmd: str, console_path: Path, deadline_s: float, 
         log.write("# " + shlex.join(cmd) + "\n")
         log.flush()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=paths.ROOT)
+                                start_new_session=True, cwd=paths.ROOT, env=vng_env())
         try:
             rc = proc.wait(timeout=deadline_s)
         except subprocess.TimeoutExpired:

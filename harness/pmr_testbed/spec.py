@@ -18,10 +18,14 @@ DATA_SERIAL = "pmrdata"
 # Android lmkd defaults (system/memory/lmkd, ../shared/calibration.md).
 LMKD_DEFAULTS = {
     "medium_some_ms": 70, "critical_full_ms": 700, "window_ms": 1000,
-    "medium_min_adj": 800, "critical_min_adj": 0, "perceptible_adj": 200,
+    "perceptible_adj": 200,
     "swap_free_low_percentage": 20, "thrashing_limit": 100,
     "thrashing_limit_decay": 10, "kill_timeout_ms": 100,
     "kill_heaviest_task": True, "poll_ms": 10,
+    # lmkd caps "free swap" at (free + inactive file) x this ratio, an
+    # estimate made for zram; the phones here swap to flash, where free swap
+    # is what it says: 0 makes lmkd use SwapFree as is.
+    "swap_compression_ratio": 0,
 }
 RECLAIM_THREADS = ["kswapd", "kshrinkd", "pmr_unmap"]
 

@@ -44,7 +44,11 @@ def test_vng_command_uses_tcg_when_told(tmp_path):
                             accel="tcg", rwdirs=[tmp_path], disks=[])
     assert "--disable-kvm" in cmd and cmd[cmd.index("--memory") + 1] == "512M"
     assert cmd[cmd.index("--rwdir") + 1] == str(tmp_path)
-    assert "tcg,thread=multi" in cmd[cmd.index("--qemu-opts") + 1]
+    d = guest.Disk(tmp_path / "s.img", "pmrswap", 10)
+    with_disk = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
+                                  accel="tcg", rwdirs=[], disks=[d])
+    opts = [a for a in with_disk if a.startswith("--qemu-opts=")]
+    assert len(opts) == 1 and "serial=pmrswap" in opts[0]
     kvm = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
                             accel="kvm", rwdirs=[], disks=[])
     assert "--disable-kvm" not in kvm

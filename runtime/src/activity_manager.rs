@@ -1,0 +1,331 @@
+//! The activity manager: drives the scenario, owns the app processes, sets
+//! their oom_score_adj (registering them with lmkd) and records launches,
+//! switches and deaths.
+//!
+//! Scenario: launch the background apps cold, one after the other with
+//! `launch_gap_ms` between them (each is in front while it launches), wait
+//! `settle_ms`, then follow the seeded switch plan. A switch sends `bg` to
+//! the app in front, brings the target to front, launches it (hot if it is
+//! alive, else cold), sends `fg` and dwells. The response time is from the
+//! launch command to the last `ready`. An app that dies during its launch
+//! is relaunched cold; the switch is still recorded once, as cold.
+//!
+//! Deaths come from the child reaper. An app is gone when any of its
+//! processes dies: the manager kills the rest, and the next switch to it
+//! is a cold launch. A process that ends other than by SIGKILL (an app
+//! error such as data corruption) fails the run, as does exceeding the
+//! deadline or a failure reported by another thread.
+
+use crate::app_process::{AppCommand, AppProcess, Reply};
+use crate::child_reaper::Death;
+use crate::control::Control;
+use crate::events::{Event, EventLog, LaunchKind, Phase};
+use crate::oom_adj::{oom_adjs, Recency};
+use crate::proc_registry::ProcRegistry;
+use crate::protocol::Command;
+use crate::spec::{ms, Spec};
+use crate::switch_plan;
+use crate::sys::{self, Exit};
+use anyhow::{bail, Context, Result};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long the manager waits at most before checking deaths, failures
+/// and the deadline again.
+const SLICE: Duration = Duration::from_millis(20);
+
+/// What the activity manager works with.
+pub struct Resources<'a> {
+    pub spec: &'a Spec,
+    pub app_command: AppCommand,
+    /// The directory holding one cgroup per app (`pmr/apps`).
+    pub apps_cgroup: PathBuf,
+    pub registry: Arc<ProcRegistry>,
+    pub events: Arc<EventLog>,
+    pub control: Arc<Control>,
+    pub deaths: Receiver<Death>,
+    pub deadline: Instant,
+}
+
+pub struct ActivityManager<'a> {
+    ctx: Resources<'a>,
+    /// The running processes of each app (spec order); empty when dead.
+    apps: Vec<Vec<AppProcess>>,
+    /// pid -> app, until the pid's death is handled.
+    owner: HashMap<i32, usize>,
+    /// Apps by recency of use, most recent first.
+    lru: Vec<usize>,
+    current: Option<usize>,
+}
+
+fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e4).round() / 10.0
+}
+
+impl<'a> ActivityManager<'a> {
+    pub fn new(ctx: Resources<'a>) -> ActivityManager<'a> {
+        let apps = ctx.spec.apps.iter().map(|_| Vec::new()).collect();
+        ActivityManager {
+            ctx,
+            apps,
+            owner: HashMap::new(),
+            lru: Vec::new(),
+            current: None,
+        }
+    }
+
+    pub fn run(&mut self) -> Result<()> {
+        let spec = self.ctx.spec;
+        let scenario = &spec.scenario;
+        self.phase(Phase::BackgroundLaunch)?;
+        for (i, name) in scenario.background.iter().enumerate() {
+            if i > 0 {
+                self.wait_for(ms(scenario.launch_gap_ms))?;
+            }
+            let app = self.index(name);
+            self.bring_to_front(app)?;
+            let start = Instant::now();
+            self.cold_launch(app)?;
+            let response_ms = millis(start.elapsed());
+            self.current = None;
+            self.update_adjs()?;
+            self.log(&Event::Launch {
+                app: name,
+                kind: LaunchKind::Cold,
+                response_ms,
+                role: "background",
+            })?;
+        }
+        self.phase(Phase::Settle)?;
+        self.wait_for(ms(scenario.settle_ms))?;
+
+        self.phase(Phase::Switching)?;
+        for planned in switch_plan::plan(spec.seed, scenario) {
+            let app = self.index(&planned.app);
+            let from = self.current;
+            if let Some(previous) = from.filter(|&p| !self.apps[p].is_empty()) {
+                self.command(previous, Command::Bg)?;
+            }
+            self.bring_to_front(app)?;
+            let start = Instant::now();
+            let kind = self.launch(app)?;
+            let response_ms = millis(start.elapsed());
+            // A death right after the launch is handled like any other.
+            self.command(app, Command::Fg)?;
+            self.log(&Event::Switch {
+                round: planned.round,
+                index: planned.index,
+                app: &planned.app,
+                kind,
+                response_ms,
+                from: from.map(|f| spec.apps[f].name.as_str()),
+            })?;
+            self.wait_for(planned.dwell)?;
+        }
+        self.phase(Phase::Done)
+    }
+
+    /// Kill every app process (end of the run).
+    pub fn shutdown(&mut self) {
+        for procs in &mut self.apps {
+            for p in procs.drain(..) {
+                // Already gone is fine.
+                let _ = sys::kill(p.pid);
+            }
+        }
+    }
+
+    fn index(&self, name: &str) -> usize {
+        self.ctx
+            .spec
+            .apps
+            .iter()
+            .position(|a| a.name == name)
+            .expect("validated scenario app")
+    }
+
+    fn log(&self, event: &Event<'_>) -> Result<()> {
+        self.ctx.events.log(event)
+    }
+
+    fn phase(&self, phase: Phase) -> Result<()> {
+        self.log(&Event::Phase { phase })
+    }
+
+    fn bring_to_front(&mut self, app: usize) -> Result<()> {
+        self.current = Some(app);
+        self.lru.retain(|&a| a != app);
+        self.lru.insert(0, app);
+        self.update_adjs()
+    }
+
+    /// Hot launch if alive and it survives, else cold.
+    fn launch(&mut self, app: usize) -> Result<LaunchKind> {
+        if !self.apps[app].is_empty() && self.command(app, Command::Hot)? {
+            return Ok(LaunchKind::Hot);
+        }
+        self.cold_launch(app)?;
+        Ok(LaunchKind::Cold)
+    }
+
+    /// Spawn the app's processes and cold-launch them, until one attempt
+    /// survives its launch.
+    fn cold_launch(&mut self, app: usize) -> Result<()> {
+        let spec = self.ctx.spec;
+        let a = &spec.apps[app];
+        loop {
+            let procs_file = self.ctx.apps_cgroup.join(&a.name).join("cgroup.procs");
+            for index in 0..a.processes {
+                let p = self.ctx.app_command.spawn(&a.name, index, &procs_file)?;
+                self.owner.insert(p.pid, app);
+                self.apps[app].push(p);
+            }
+            self.update_adjs()?;
+            if self.command(app, Command::Cold)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Send `command` to every process of the app and wait for all
+    /// replies; false if the app died meanwhile (its processes are killed).
+    fn command(&mut self, app: usize, command: Command) -> Result<bool> {
+        // The processes are taken out while waiting, so that a death
+        // handled meanwhile does not touch them; they go back on error so
+        // that `shutdown` kills them.
+        let mut procs = std::mem::take(&mut self.apps[app]);
+        let alive = self.await_replies(&mut procs, command);
+        match alive {
+            Ok(true) | Err(_) => self.apps[app] = procs,
+            Ok(false) => {
+                for p in &procs {
+                    let _ = sys::kill(p.pid);
+                }
+                self.update_adjs()?;
+            }
+        }
+        alive
+    }
+
+    fn await_replies(&mut self, procs: &mut [AppProcess], command: Command) -> Result<bool> {
+        if !procs.iter_mut().all(|p| p.send(command)) {
+            return Ok(false);
+        }
+        for p in procs {
+            loop {
+                match p.poll_reply(SLICE)? {
+                    Reply::Ready => break,
+                    Reply::Gone => return Ok(false),
+                    Reply::Pending => self.tick(Duration::ZERO)?,
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn wait_for(&mut self, duration: Duration) -> Result<()> {
+        let until = Instant::now() + duration;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            self.tick(left.min(SLICE))?;
+            if left.is_zero() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Handle deaths (waiting at most `wait` for one), then check for
+    /// failures and the deadline.
+    fn tick(&mut self, wait: Duration) -> Result<()> {
+        match self.ctx.deaths.recv_timeout(wait) {
+            Ok(death) => self.handle_death(death)?,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => bail!("the child reaper stopped"),
+        }
+        while let Ok(death) = self.ctx.deaths.try_recv() {
+            self.handle_death(death)?;
+        }
+        if let Some(failure) = self.ctx.control.failure() {
+            bail!(failure);
+        }
+        if Instant::now() >= self.ctx.deadline {
+            bail!(
+                "the workload ran longer than deadline_s = {} s",
+                self.ctx.spec.deadline_s
+            );
+        }
+        Ok(())
+    }
+
+    fn handle_death(&mut self, death: Death) -> Result<()> {
+        let Some(app) = self.owner.remove(&death.pid) else {
+            return Ok(());
+        };
+        let name = self.ctx.spec.apps[app].name.as_str();
+        if death.exit != Exit::Signal(libc::SIGKILL) {
+            bail!(
+                "app {name} (pid {}) ended with {:?}: apps only end by SIGKILL; its error (e.g. data \
+                 corruption) is in console.log",
+                death.pid,
+                death.exit
+            );
+        }
+        self.log(&Event::AppDied {
+            app: name,
+            pid: death.pid,
+        })?;
+        if self.apps[app].iter().any(|p| p.pid == death.pid) {
+            for p in std::mem::take(&mut self.apps[app]) {
+                let _ = sys::kill(p.pid);
+            }
+            self.update_adjs()?;
+        }
+        Ok(())
+    }
+
+    /// Recompute every live app's oom_score_adj; register changes with
+    /// lmkd and write them to /proc/<pid>/oom_score_adj.
+    fn update_adjs(&mut self) -> Result<()> {
+        let spec = self.ctx.spec;
+        let recency: Vec<Recency> = self
+            .lru
+            .iter()
+            .map(|&app| Recency {
+                app,
+                class: spec.apps[app].adj_class,
+                alive: !self.apps[app].is_empty(),
+            })
+            .collect();
+        for (app, adj) in oom_adjs(&recency, self.current, spec.lmkd.perceptible_adj) {
+            for p in &self.apps[app] {
+                if self.ctx.registry.set_adj(p.pid, &spec.apps[app].name, adj) {
+                    write_oom_score_adj(p.pid, adj)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn write_oom_score_adj(pid: i32, adj: i32) -> Result<()> {
+    let path = format!("/proc/{pid}/oom_score_adj");
+    match std::fs::write(&path, adj.to_string()) {
+        // The process died; the child reaper will report it.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH)) => Ok(()),
+        other => other.with_context(|| format!("cannot write {path}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_times_are_rounded_to_a_tenth_of_a_millisecond() {
+        assert_eq!(millis(Duration::from_micros(812_449)), 812.4);
+        assert_eq!(millis(Duration::from_micros(812_451)), 812.5);
+    }
+}

@@ -1,0 +1,414 @@
+//! One app process (`pmr-guest app`), driven by the activity manager over
+//! the line protocol in `protocol.rs`.
+//!
+//! Model (docs/guest-interface.md, "app model"); an app of `processes`
+//! processes splits its footprint evenly, so each process has:
+//! - a heap: `anon_mb / processes` of private anonymous memory. Page `i`
+//!   holds `pattern::word(salt, i, generation)` in its first word; every
+//!   read of a heap page checks that word (data-integrity canary) and a
+//!   mismatch aborts the app with "data corruption", which fails the run.
+//! - files: its share of the app's files on the data disk, mapped
+//!   read-only; reading page `i` reads (and checks) its first word.
+//! - cold launch: map and read all its files, run the fixed CPU loop for
+//!   `init_work_ms`, fill the first `launch_fraction` of the heap. After
+//!   `ready`, an activity thread fills the rest of the heap in steps of
+//!   `GROWTH_STEP` over `growth_ms`.
+//! - hot launch: touch (read, check, write back) the first
+//!   `working_set_fraction` of the heap and read that fraction of the files.
+//! - foreground: every `fg_period_ms`, the same touch plus rewriting
+//!   `fg_churn_mb` of the heap with new content (next generation), at a
+//!   cursor that rotates over the filled heap.
+//! - background: idle, or with `bg_touch` touch `mb` of the heap every
+//!   `period_ms` at another rotating cursor.
+//!
+//! Apps never mlock: their memory is what reclaim works on.
+
+use crate::app_files::{self, pages_of_mb, AppFile};
+use crate::bench::cpu_work;
+use crate::memory::{AnonRegion, FileMapping};
+use crate::pattern::{self, PAGE_SIZE, WORDS_PER_PAGE};
+use crate::protocol::{Command, READY};
+use crate::spec::{ms, AppSpec, Spec};
+use anyhow::{bail, ensure, Context, Result};
+use std::io::{BufRead, Write};
+use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Heap growth after a cold launch happens in steps of about this length.
+const GROWTH_STEP: Duration = Duration::from_millis(100);
+/// The activity thread wakes at least this often to notice mode changes.
+const ACTIVITY_TICK: Duration = Duration::from_millis(20);
+
+/// What one process of an app does, in pages and durations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessModel {
+    pub app: String,
+    pub label: String,
+    pub salt: u64,
+    pub heap_pages: usize,
+    pub launch_pages: usize,
+    pub ws_fraction: f64,
+    pub churn_pages: usize,
+    pub fg_period: Duration,
+    pub growth: Duration,
+    pub init_iters: u64,
+    pub bg_touch: Option<(Duration, usize)>,
+    pub files: Vec<AppFile>,
+}
+
+impl ProcessModel {
+    pub fn new(spec: &Spec, app: &AppSpec, index: u32) -> ProcessModel {
+        let share = f64::from(app.processes);
+        let heap_pages = pages_of_mb(app.anon_mb / share);
+        ProcessModel {
+            app: app.name.clone(),
+            label: format!("{}[{index}]", app.name),
+            salt: pattern::salt(&app.name, index),
+            heap_pages,
+            launch_pages: fraction_of(heap_pages, app.launch_fraction),
+            ws_fraction: app.working_set_fraction,
+            churn_pages: pages_of_mb(app.fg_churn_mb / share),
+            fg_period: ms(app.fg_period_ms),
+            growth: ms(app.growth_ms),
+            init_iters: (app.init_work_ms * spec.work_iters_per_ms) as u64,
+            bg_touch: app
+                .bg_touch
+                .as_ref()
+                .map(|b| (ms(b.period_ms), pages_of_mb(b.mb / share))),
+            files: app_files::process_files(app, index),
+        }
+    }
+}
+
+fn fraction_of(pages: usize, fraction: f64) -> usize {
+    ((pages as f64 * fraction).round() as usize).min(pages)
+}
+
+/// `count` consecutive page indices starting at `*cursor`, wrapping at
+/// `limit`; advances the cursor.
+pub fn rotating(cursor: &mut usize, count: usize, limit: usize) -> Vec<usize> {
+    if limit == 0 {
+        return Vec::new();
+    }
+    let start = *cursor % limit;
+    *cursor = (start + count) % limit;
+    (0..count.min(limit)).map(|i| (start + i) % limit).collect()
+}
+
+/// The anonymous heap and how much of it has been written.
+struct Heap {
+    region: AnonRegion,
+    salt: u64,
+    filled: AtomicUsize,
+    label: String,
+}
+
+impl Heap {
+    fn words(&self) -> &[AtomicU64] {
+        self.region.words()
+    }
+
+    fn filled(&self) -> usize {
+        self.filled.load(Ordering::Acquire)
+    }
+
+    fn fill_to(&self, pages: usize) {
+        let from = self.filled();
+        for page in from..pages {
+            self.words()[page * WORDS_PER_PAGE]
+                .store(pattern::word(self.salt, page, 0), Ordering::Relaxed);
+        }
+        self.filled.fetch_max(pages, Ordering::Release);
+    }
+
+    /// Read and check `page`'s word, then store `new(found)`.
+    fn access(&self, page: usize, new: impl Fn(u64) -> u64) -> Result<()> {
+        let slot = &self.words()[page * WORDS_PER_PAGE];
+        let found = slot.load(Ordering::Relaxed);
+        if !pattern::verify(self.salt, page, found) {
+            bail!(
+                "data corruption: {} heap page {page} holds {found:#018x}, expected {:#018x} \
+                 (any generation)",
+                self.label,
+                pattern::word(self.salt, page, 0)
+            );
+        }
+        slot.store(new(found), Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn touch(&self, pages: impl IntoIterator<Item = usize>) -> Result<()> {
+        pages
+            .into_iter()
+            .try_for_each(|p| self.access(p, |found| found))
+    }
+
+    fn rewrite(&self, pages: impl IntoIterator<Item = usize>, generation: u8) -> Result<()> {
+        pages
+            .into_iter()
+            .try_for_each(|p| self.access(p, |_| pattern::word(self.salt, p, generation)))
+    }
+}
+
+/// The process's files, mapped; pages are numbered across files in order.
+struct Files {
+    maps: Vec<(FileMapping, u64)>,
+    label: String,
+}
+
+impl Files {
+    fn map(model: &ProcessModel, dir: &Path) -> Result<Files> {
+        let maps = model
+            .files
+            .iter()
+            .map(|f| Ok((FileMapping::open(&f.path(dir))?, f.salt)))
+            .collect::<Result<_>>()?;
+        Ok(Files {
+            maps,
+            label: model.label.clone(),
+        })
+    }
+
+    fn pages(&self) -> usize {
+        self.maps.iter().map(|(m, _)| m.pages()).sum()
+    }
+
+    /// Read (and check) the first `count` pages.
+    fn read(&self, mut count: usize) -> Result<()> {
+        for (map, salt) in &self.maps {
+            for page in 0..map.pages().min(count) {
+                let found = map.first_word(page);
+                ensure!(
+                    pattern::verify(*salt, page, found),
+                    "data corruption: {} file page {page} holds {found:#018x}",
+                    self.label
+                );
+            }
+            count = count.saturating_sub(map.pages());
+        }
+        Ok(())
+    }
+}
+
+/// A launched app process: what the command loop and the activity thread share.
+struct Process {
+    model: ProcessModel,
+    heap: Heap,
+    files: Files,
+    /// Bumped on every `fg`/`bg`; odd while foreground.
+    mode: AtomicU64,
+}
+
+impl Process {
+    fn cold_launch(model: ProcessModel, data_dir: &Path) -> Result<Process> {
+        let files = Files::map(&model, &app_files::app_dir(data_dir, &model.app))?;
+        files.read(files.pages())?;
+        cpu_work(model.init_iters);
+        let heap = Heap {
+            region: AnonRegion::new(model.heap_pages * PAGE_SIZE)?,
+            salt: model.salt,
+            filled: AtomicUsize::new(0),
+            label: model.label.clone(),
+        };
+        heap.fill_to(model.launch_pages);
+        Ok(Process {
+            model,
+            heap,
+            files,
+            mode: AtomicU64::new(0),
+        })
+    }
+
+    fn touch_working_set(&self) -> Result<()> {
+        let ws = fraction_of(self.model.heap_pages, self.model.ws_fraction).min(self.heap.filled());
+        self.heap.touch(0..ws)?;
+        self.files
+            .read(fraction_of(self.files.pages(), self.model.ws_fraction))
+    }
+
+    fn set_foreground(&self, fg: bool) {
+        let mode = self.mode.load(Ordering::Acquire);
+        if (mode % 2 == 1) != fg {
+            self.mode.store(mode + 1, Ordering::Release);
+        }
+    }
+
+    /// The activity thread: heap growth, then foreground or background work.
+    fn activity(&self) -> Result<()> {
+        let m = &self.model;
+        let steps = (m.growth.as_secs_f64() / GROWTH_STEP.as_secs_f64())
+            .ceil()
+            .max(1.0) as u32;
+        let step = m.growth / steps;
+        let start = Instant::now();
+        let mut grown = 0;
+        let (mut seen_mode, mut next_tick) = (u64::MAX, start);
+        let (mut churn_cursor, mut bg_cursor, mut generation) = (0, 0, 0u8);
+        loop {
+            let now = Instant::now();
+            let mut wake = now + ACTIVITY_TICK;
+            if grown < steps {
+                let due = start + step * (grown + 1);
+                if now >= due {
+                    grown += 1;
+                    let extra = (m.heap_pages - m.launch_pages) * grown as usize / steps as usize;
+                    self.heap.fill_to(m.launch_pages + extra);
+                    continue;
+                }
+                wake = wake.min(due);
+            }
+            let mode = self.mode.load(Ordering::Acquire);
+            let foreground = mode % 2 == 1;
+            let period = if foreground {
+                Some(m.fg_period)
+            } else {
+                m.bg_touch.map(|(p, _)| p)
+            };
+            if mode != seen_mode {
+                seen_mode = mode;
+                next_tick = now + period.unwrap_or_default();
+            }
+            if let Some(period) = period {
+                if now >= next_tick {
+                    // A period that overran is not made up for.
+                    while next_tick <= now {
+                        next_tick += period;
+                    }
+                    let filled = self.heap.filled();
+                    if foreground {
+                        self.touch_working_set()?;
+                        generation = generation.wrapping_add(1);
+                        self.heap.rewrite(
+                            rotating(&mut churn_cursor, m.churn_pages, filled),
+                            generation,
+                        )?;
+                    } else if let Some((_, pages)) = m.bg_touch {
+                        self.heap.touch(rotating(&mut bg_cursor, pages, filled))?;
+                    }
+                    continue;
+                }
+                wake = wake.min(next_tick);
+            }
+            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+        }
+    }
+}
+
+/// `pmr-guest app`: serve the line protocol until stdin closes.
+pub fn main(spec_path: &Path, data_dir: &Path, name: &str, index: u32) -> Result<()> {
+    let spec = Spec::load(spec_path)?;
+    let app = spec
+        .app(name)
+        .with_context(|| format!("no app {name:?} in the spec"))?;
+    ensure!(
+        index < app.processes,
+        "app {name} has {} processes, not {}",
+        app.processes,
+        index + 1
+    );
+    let model = ProcessModel::new(&spec, app, index);
+
+    let mut lines = std::io::stdin().lock().lines();
+    let mut out = std::io::stdout().lock();
+    let mut reply = || -> Result<()> {
+        writeln!(out, "{READY}")?;
+        out.flush().context("cannot answer the activity manager")
+    };
+
+    let Some(first) = lines.next() else {
+        return Ok(());
+    };
+    ensure!(
+        Command::parse(&first?)? == Command::Cold,
+        "the first command must be `cold`"
+    );
+    let process = Arc::new(Process::cold_launch(model, data_dir)?);
+    reply()?;
+
+    let worker = Arc::clone(&process);
+    std::thread::Builder::new()
+        .name("activity".into())
+        .spawn(move || {
+            // The app must not live on without its activity: any error or
+            // panic ends the process.
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| worker.activity()));
+            if let Ok(Err(e)) = &outcome {
+                eprintln!("pmr-guest app {}: error: {e:#}", worker.model.label);
+            }
+            if !matches!(outcome, Ok(Ok(()))) {
+                std::process::exit(1);
+            }
+        })?;
+
+    for line in lines {
+        match Command::parse(&line?)? {
+            Command::Cold => bail!("`cold` sent to a running app"),
+            Command::Hot => process.touch_working_set()?,
+            Command::Fg => process.set_foreground(true),
+            Command::Bg => process.set_foreground(false),
+        }
+        reply()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> Spec {
+        Spec::parse(include_str!("../tests/fixtures/spec.json")).unwrap()
+    }
+
+    #[test]
+    fn model_splits_footprint_among_processes() {
+        let spec = fixture();
+        let youtube = spec.app("youtube").unwrap(); // 2 processes, 100 MB, 6 MB churn
+        let m = ProcessModel::new(&spec, youtube, 1);
+        assert_eq!(m.label, "youtube[1]");
+        assert_eq!(m.heap_pages, 50 * 256);
+        assert_eq!(m.launch_pages, 25 * 256);
+        assert_eq!(m.churn_pages, 3 * 256);
+        assert_eq!(m.init_iters, (250.0 * 123456.0) as u64);
+        assert_ne!(m.salt, ProcessModel::new(&spec, youtube, 0).salt);
+        let whatsapp = ProcessModel::new(&spec, spec.app("whatsapp").unwrap(), 0);
+        assert_eq!(whatsapp.bg_touch, Some((Duration::from_secs(1), 512)));
+    }
+
+    #[test]
+    fn rotating_wraps_and_advances() {
+        let mut cursor = 0;
+        assert_eq!(rotating(&mut cursor, 3, 5), vec![0, 1, 2]);
+        assert_eq!(rotating(&mut cursor, 3, 5), vec![3, 4, 0]);
+        assert_eq!(cursor, 1);
+        assert_eq!(
+            rotating(&mut cursor, 9, 4),
+            vec![1, 2, 3, 0],
+            "never more than the limit"
+        );
+        assert!(rotating(&mut cursor, 3, 0).is_empty());
+    }
+
+    #[test]
+    fn heap_canary_detects_corruption() {
+        let heap = Heap {
+            region: AnonRegion::new(8 * PAGE_SIZE).unwrap(),
+            salt: 7,
+            filled: AtomicUsize::new(0),
+            label: "t[0]".into(),
+        };
+        heap.fill_to(8);
+        heap.touch(0..8).unwrap();
+        heap.rewrite([2, 3], 5).unwrap();
+        heap.touch(0..8).unwrap();
+        heap.words()[4 * WORDS_PER_PAGE].store(0, Ordering::Relaxed);
+        let err = heap.touch(0..8).unwrap_err().to_string();
+        assert!(
+            err.contains("data corruption") && err.contains("page 4"),
+            "{err}"
+        );
+    }
+}

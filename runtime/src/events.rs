@@ -1,0 +1,186 @@
+//! `events.jsonl`: one JSON object per line, `t_ms` since the workload
+//! started. Shared by the activity manager and lmkd; every event is flushed
+//! at once so a crash loses nothing that happened before it.
+
+use crate::lmkd::decision::{KillReason, Level};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    BackgroundLaunch,
+    Settle,
+    Switching,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchKind {
+    Hot,
+    Cold,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event<'a> {
+    Phase {
+        phase: Phase,
+    },
+    Switch {
+        round: u32,
+        index: u32,
+        app: &'a str,
+        kind: LaunchKind,
+        response_ms: f64,
+        from: Option<&'a str>,
+    },
+    Launch {
+        app: &'a str,
+        kind: LaunchKind,
+        response_ms: f64,
+        role: &'static str,
+    },
+    Kill {
+        app: &'a str,
+        pid: i32,
+        adj: i32,
+        rss_kb: i64,
+        level: Level,
+        reason: KillReason,
+        min_adj: i32,
+        thrashing: i64,
+    },
+    AppDied {
+        app: &'a str,
+        pid: i32,
+    },
+}
+
+#[derive(Serialize)]
+struct Record<'a> {
+    t_ms: u64,
+    #[serde(flatten)]
+    event: &'a Event<'a>,
+}
+
+pub struct EventLog {
+    start: Instant,
+    out: Mutex<BufWriter<File>>,
+    switches: AtomicU64,
+    kills: AtomicU64,
+}
+
+impl EventLog {
+    pub fn create(path: &Path, start: Instant) -> Result<EventLog> {
+        let file =
+            File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(EventLog {
+            start,
+            out: Mutex::new(BufWriter::new(file)),
+            switches: AtomicU64::new(0),
+            kills: AtomicU64::new(0),
+        })
+    }
+
+    pub fn log(&self, event: &Event<'_>) -> Result<()> {
+        match event {
+            Event::Switch { .. } => self.switches.fetch_add(1, Ordering::Relaxed),
+            Event::Kill { .. } => self.kills.fetch_add(1, Ordering::Relaxed),
+            _ => 0,
+        };
+        let line = to_line(self.start.elapsed().as_millis() as u64, event);
+        let mut out = self.out.lock().expect("event log lock");
+        writeln!(out, "{line}")
+            .and_then(|()| out.flush())
+            .context("cannot write events.jsonl")
+    }
+
+    pub fn switches(&self) -> u64 {
+        self.switches.load(Ordering::Relaxed)
+    }
+
+    pub fn kills(&self) -> u64 {
+        self.kills.load(Ordering::Relaxed)
+    }
+}
+
+fn to_line(t_ms: u64, event: &Event<'_>) -> String {
+    serde_json::to_string(&Record { t_ms, event }).expect("events serialize")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_match_the_documented_shapes() {
+        let switch = Event::Switch {
+            round: 0,
+            index: 3,
+            app: "chrome",
+            kind: LaunchKind::Hot,
+            response_ms: 812.4,
+            from: Some("youtube"),
+        };
+        assert_eq!(
+            to_line(1234, &switch),
+            r#"{"t_ms":1234,"type":"switch","round":0,"index":3,"app":"chrome","kind":"hot","response_ms":812.4,"from":"youtube"}"#
+        );
+        let phase = Event::Phase {
+            phase: Phase::BackgroundLaunch,
+        };
+        assert_eq!(
+            to_line(0, &phase),
+            r#"{"t_ms":0,"type":"phase","phase":"background_launch"}"#
+        );
+        let kill = Event::Kill {
+            app: "firefox",
+            pid: 123,
+            adj: 950,
+            rss_kb: 40000,
+            level: Level::Medium,
+            reason: KillReason::LowSwapAndThrashing,
+            min_adj: 201,
+            thrashing: 130,
+        };
+        assert_eq!(
+            to_line(5, &kill),
+            r#"{"t_ms":5,"type":"kill","app":"firefox","pid":123,"adj":950,"rss_kb":40000,"level":"medium","reason":"low_swap_and_thrashing","min_adj":201,"thrashing":130}"#
+        );
+        let died = Event::AppDied {
+            app: "firefox",
+            pid: 123,
+        };
+        assert_eq!(
+            to_line(6, &died),
+            r#"{"t_ms":6,"type":"app_died","app":"firefox","pid":123}"#
+        );
+    }
+
+    #[test]
+    fn counts_switches_and_kills() {
+        let dir = std::env::temp_dir().join(format!("pmr-events-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = EventLog::create(&dir.join("events.jsonl"), Instant::now()).unwrap();
+        log.log(&Event::AppDied { app: "a", pid: 1 }).unwrap();
+        log.log(&Event::Launch {
+            app: "a",
+            kind: LaunchKind::Cold,
+            response_ms: 1.0,
+            role: "background",
+        })
+        .unwrap();
+        assert_eq!((log.switches(), log.kills()), (0, 0));
+        let text = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

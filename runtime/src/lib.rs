@@ -1,0 +1,35 @@
+//! pmr-guest: the in-guest runtime of the PMR testbed, an emulated Android
+//! phone under memory pressure in a QEMU guest. The contract with the host
+//! harness is docs/guest-interface.md; `main.rs` is the command line.
+//!
+//! `run` (run.rs) sets the phone up (setup.rs, cgroup.rs), then runs the
+//! activity manager (activity_manager.rs) with lmkd (lmkd.rs), the metrics
+//! sampler (metrics.rs) and the child reaper as threads of one mlockall'd
+//! process; apps (app.rs) are separate processes driven over a line
+//! protocol (protocol.rs).
+
+pub mod activity_manager;
+pub mod app;
+pub mod app_files;
+pub mod app_process;
+pub mod bench;
+pub mod cgroup;
+pub mod child_reaper;
+pub mod control;
+pub mod events;
+pub mod lmkd;
+pub mod memory;
+pub mod metrics;
+pub mod oom_adj;
+pub mod pattern;
+pub mod proc_files;
+pub mod proc_registry;
+pub mod protocol;
+pub mod psi;
+pub mod run;
+pub mod setup;
+pub mod spec;
+pub mod switch_plan;
+pub mod sys;
+pub mod threads_cpu;
+pub mod tracefs;

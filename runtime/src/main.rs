@@ -1,0 +1,77 @@
+//! The `pmr-guest` command line: `run`, `app` and `bench`.
+
+use clap::{Parser, Subcommand};
+use pmr_guest::{app, bench, run};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "pmr-guest",
+    version,
+    about = "In-guest runtime of the PMR testbed"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Set up the phone, run the scenario, write the results (guest only, as root).
+    Run {
+        /// The run directory's spec.json.
+        #[arg(long)]
+        spec: PathBuf,
+    },
+    /// One app process, spawned by `run`.
+    #[command(hide = true)]
+    App {
+        #[arg(long)]
+        spec: PathBuf,
+        /// Where the apps' files are (the data disk's mount point).
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        index: u32,
+    },
+    /// Time-dilation microbenchmark; prints {"ns_per_page": .., "work_iters_per_ms": ..}.
+    Bench {
+        /// Size of the anonymous buffer, in 4 KiB pages.
+        #[arg(long, default_value_t = 16384)]
+        pages: usize,
+        /// Rounds to take the median over.
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Cmd::Run { spec } => run::main(&spec),
+        Cmd::App {
+            spec,
+            data_dir,
+            name,
+            index,
+        } => match app::main(&spec, &data_dir, &name, index) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pmr-guest app {name}[{index}]: error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+        Cmd::Bench { pages, rounds } => match bench::run(pages, rounds) {
+            Ok(result) => {
+                println!("{}", result.to_line());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("pmr-guest: error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+    }
+}

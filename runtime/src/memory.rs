@@ -1,0 +1,117 @@
+//! Memory mappings the app model touches: an anonymous heap and read-only
+//! file mappings.
+//!
+//! The heap is exposed as a slice of `AtomicU64` so that the app's command
+//! thread and its activity thread may touch the same pages without data
+//! races; relaxed atomic loads and stores compile to plain moves.
+
+use anyhow::{bail, Context, Result};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::atomic::AtomicU64;
+
+/// A private anonymous mapping (`MAP_PRIVATE | MAP_ANONYMOUS`), untouched
+/// until written.
+pub struct AnonRegion {
+    ptr: NonNull<libc::c_void>,
+    len: usize,
+}
+
+// The region is plain memory accessed through atomics only.
+unsafe impl Send for AnonRegion {}
+unsafe impl Sync for AnonRegion {}
+
+impl AnonRegion {
+    pub fn new(len: usize) -> Result<AnonRegion> {
+        let ptr = map(
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+        )
+        .context("mmap of the anonymous heap failed")?;
+        Ok(AnonRegion { ptr, len })
+    }
+
+    pub fn words(&self) -> &[AtomicU64] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: the mapping is readable and writable, page aligned, lives
+        // as long as `self`, and zeroed memory is a valid AtomicU64.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast(), self.len / 8) }
+    }
+}
+
+impl Drop for AnonRegion {
+    fn drop(&mut self) {
+        unmap(self.ptr, self.len);
+    }
+}
+
+/// A file mapped read-only and shared (its pages are page cache).
+pub struct FileMapping {
+    ptr: NonNull<libc::c_void>,
+    len: usize,
+}
+
+unsafe impl Send for FileMapping {}
+unsafe impl Sync for FileMapping {}
+
+impl FileMapping {
+    pub fn open(path: &Path) -> Result<FileMapping> {
+        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let len = file.metadata()?.len() as usize;
+        if len == 0 {
+            bail!("{} is empty", path.display());
+        }
+        let ptr = map(len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd())
+            .with_context(|| format!("mmap of {} failed", path.display()))?;
+        Ok(FileMapping { ptr, len })
+    }
+
+    pub fn pages(&self) -> usize {
+        self.len / crate::pattern::PAGE_SIZE
+    }
+
+    /// The first word of `page`; reading it faults the page in.
+    pub fn first_word(&self, page: usize) -> u64 {
+        assert!(page < self.pages(), "page {page} outside the mapping");
+        // SAFETY: in bounds (checked above), aligned, and mapped readable;
+        // nothing writes the mapping.
+        unsafe {
+            self.ptr
+                .as_ptr()
+                .cast::<u64>()
+                .add(page * crate::pattern::WORDS_PER_PAGE)
+                .read_volatile()
+        }
+    }
+}
+
+impl Drop for FileMapping {
+    fn drop(&mut self) {
+        unmap(self.ptr, self.len);
+    }
+}
+
+fn map(len: usize, prot: i32, flags: i32, fd: i32) -> std::io::Result<NonNull<libc::c_void>> {
+    if len == 0 {
+        return Ok(NonNull::dangling());
+    }
+    // SAFETY: a fresh mapping chosen by the kernel; arguments are checked by it.
+    let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, fd, 0) };
+    if ptr == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(NonNull::new(ptr).expect("mmap never returns NULL on success"))
+}
+
+fn unmap(ptr: NonNull<libc::c_void>, len: usize) {
+    if len > 0 {
+        // SAFETY: the mapping was created by `map` with this length.
+        unsafe { libc::munmap(ptr.as_ptr(), len) };
+    }
+}

@@ -1,0 +1,163 @@
+//! The sampler thread: every `metrics.interval_ms` it appends one row to
+//! vmstat.csv (/proc/vmstat, every key in file order), psi.csv
+//! (/proc/pressure/memory) and diskstat.csv (the swap device's
+//! /sys/block/<dev>/stat). Rows are timed from the workload start on a
+//! fixed schedule (no drift); files are flushed every second so a crash
+//! keeps what was sampled.
+
+use crate::control::{spawn_thread, Control};
+use crate::proc_files::{self, DISKSTAT_FIELDS};
+use crate::psi::{self, MemoryPressure};
+use anyhow::{Context, Result};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+struct Sampler {
+    vmstat: BufWriter<File>,
+    psi: BufWriter<File>,
+    diskstat: BufWriter<File>,
+    vmstat_keys: Vec<String>,
+    swap_dev: String,
+}
+
+pub fn spawn(
+    out_dir: &Path,
+    swap_dev: &str,
+    interval: Duration,
+    start: Instant,
+    control: Arc<Control>,
+) -> Result<JoinHandle<()>> {
+    let create = |name: &str| -> Result<BufWriter<File>> {
+        let path = out_dir.join(name);
+        Ok(BufWriter::new(File::create(&path).with_context(|| {
+            format!("cannot create {}", path.display())
+        })?))
+    };
+    let mut sampler = Sampler {
+        vmstat: create("vmstat.csv")?,
+        psi: create("psi.csv")?,
+        diskstat: create("diskstat.csv")?,
+        vmstat_keys: Vec::new(),
+        swap_dev: swap_dev.to_string(),
+    };
+    writeln!(
+        sampler.psi,
+        "t_ms,some_avg10,some_total_us,full_avg10,full_total_us"
+    )?;
+    writeln!(sampler.diskstat, "t_ms,dev,{}", DISKSTAT_FIELDS.join(","))?;
+    Ok(spawn_thread(&control.clone(), "sampler", move || {
+        if let Err(e) = sampler.run(interval, start, &control) {
+            control.fail(format!("metrics sampler: {e:#}"));
+        }
+    })?)
+}
+
+impl Sampler {
+    fn run(&mut self, interval: Duration, start: Instant, control: &Control) -> Result<()> {
+        let mut next = start;
+        let mut last_flush = Instant::now();
+        while !control.stopped() {
+            self.sample(next.saturating_duration_since(start).as_millis() as u64)?;
+            if last_flush.elapsed() >= FLUSH_EVERY {
+                self.flush()?;
+                last_flush = Instant::now();
+            }
+            next += interval;
+            // If sampling fell behind, skip the missed slots.
+            while next < Instant::now() {
+                next += interval;
+            }
+            std::thread::sleep(next - Instant::now());
+        }
+        self.flush()
+    }
+
+    fn sample(&mut self, t_ms: u64) -> Result<()> {
+        let vmstat = proc_files::parse_key_values(&std::fs::read_to_string("/proc/vmstat")?)?;
+        if self.vmstat_keys.is_empty() {
+            self.vmstat_keys = vmstat.iter().map(|(k, _)| k.clone()).collect();
+            writeln!(self.vmstat, "t_ms,{}", self.vmstat_keys.join(","))?;
+        }
+        writeln!(
+            self.vmstat,
+            "{}",
+            vmstat_row(t_ms, &self.vmstat_keys, &vmstat)
+        )?;
+        writeln!(self.psi, "{}", psi_row(t_ms, &psi::read()?))?;
+        let stat = std::fs::read_to_string(format!("/sys/block/{}/stat", self.swap_dev))?;
+        writeln!(
+            self.diskstat,
+            "{}",
+            diskstat_row(t_ms, &self.swap_dev, &proc_files::parse_diskstat(&stat)?)
+        )?;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        for f in [&mut self.vmstat, &mut self.psi, &mut self.diskstat] {
+            f.flush().context("cannot write a metrics CSV")?;
+        }
+        Ok(())
+    }
+}
+
+/// Values in header order; a key missing from this sample stays empty.
+fn vmstat_row(t_ms: u64, keys: &[String], sample: &[(String, i64)]) -> String {
+    let values: HashMap<&str, i64> = sample.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    let mut row = t_ms.to_string();
+    for key in keys {
+        row.push(',');
+        if let Some(v) = values.get(key.as_str()) {
+            row.push_str(&v.to_string());
+        }
+    }
+    row
+}
+
+fn psi_row(t_ms: u64, p: &MemoryPressure) -> String {
+    format!(
+        "{t_ms},{},{},{},{}",
+        p.some.avg10, p.some.total_us, p.full.avg10, p.full.total_us
+    )
+}
+
+fn diskstat_row(t_ms: u64, dev: &str, fields: &[u64; 17]) -> String {
+    let values: Vec<String> = fields.iter().map(u64::to_string).collect();
+    format!("{t_ms},{dev},{}", values.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::psi::PsiLine;
+
+    #[test]
+    fn rows() {
+        let keys = vec!["a".to_string(), "b".to_string(), "c".to_string()];
+        let sample = vec![("b".to_string(), 2), ("a".to_string(), 1)];
+        assert_eq!(vmstat_row(100, &keys, &sample), "100,1,2,");
+        let p = MemoryPressure {
+            some: PsiLine {
+                avg10: 1.5,
+                total_us: 10,
+            },
+            full: PsiLine {
+                avg10: 0.0,
+                total_us: 3,
+            },
+        };
+        assert_eq!(psi_row(200, &p), "200,1.5,10,0,3");
+        let mut f = [0u64; 17];
+        f[4] = 9;
+        let row = diskstat_row(300, "vdb", &f);
+        assert!(row.starts_with("300,vdb,0,0,0,0,9,"));
+        assert_eq!(row.split(',').count(), 19);
+    }
+}

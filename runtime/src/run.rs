@@ -1,0 +1,223 @@
+//! `pmr-guest run`: setup, then the workload with its threads (lmkd, the
+//! metrics sampler, the child reaper) around the activity manager, then
+//! the result files.
+//!
+//! Exit status: 2 with one line `pmr-guest: error: ...` for anything that
+//! fails before the workload starts; after that, run.json is always
+//! written, with status "failed" and exit 1 if the run failed.
+
+use crate::activity_manager::{self, ActivityManager};
+use crate::app_files::DATA_MOUNT;
+use crate::app_process::AppCommand;
+use crate::child_reaper;
+use crate::control::Control;
+use crate::events::EventLog;
+use crate::lmkd::Lmkd;
+use crate::metrics;
+use crate::proc_registry::ProcRegistry;
+use crate::setup::{self, Phone};
+use crate::spec::{ms, Spec};
+use crate::sys;
+use crate::threads_cpu::{self, ThreadTicks};
+use crate::tracefs::{SwapWriteHist, SwapWriteHistFile};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+pub fn main(spec_path: &Path) -> ExitCode {
+    let prepared = Spec::load(spec_path).and_then(|spec| {
+        let app_command = AppCommand {
+            exe: std::env::current_exe().context("cannot find the pmr-guest binary")?,
+            spec: spec_path.to_path_buf(),
+            data_dir: DATA_MOUNT.into(),
+        };
+        let phone = setup::prepare(&spec)?;
+        Ok((spec, phone, app_command))
+    });
+    let (spec, phone, app_command) = match prepared {
+        Ok(p) => p,
+        Err(e) => return setup_error(&e),
+    };
+    match Workload::start(&spec, &phone) {
+        Ok(workload) => workload.run(app_command),
+        Err(e) => setup_error(&e),
+    }
+}
+
+fn setup_error(e: &anyhow::Error) -> ExitCode {
+    eprintln!("pmr-guest: error: {}", format!("{e:#}").replace('\n', "; "));
+    ExitCode::from(2)
+}
+
+#[derive(Serialize)]
+struct RunRecord<'a> {
+    status: &'static str,
+    error: Option<String>,
+    run_id: &'a str,
+    scheme: &'a str,
+    scenario: &'a str,
+    kernel: &'a str,
+    knobs: &'a BTreeMap<String, String>,
+    mem_total_kb: i64,
+    swap_total_kb: i64,
+    swap_dev: &'a str,
+    started_at: String,
+    workload_s: f64,
+    switches: u64,
+    kills: u64,
+    swap_write_hist_error: Option<String>,
+}
+
+struct Workload<'a> {
+    spec: &'a Spec,
+    phone: &'a Phone,
+    start: Instant,
+    started_at: SystemTime,
+    events: Arc<EventLog>,
+    registry: Arc<ProcRegistry>,
+    control: Arc<Control>,
+    deaths: Receiver<child_reaper::Death>,
+    threads: Vec<JoinHandle<()>>,
+    hist: Result<SwapWriteHist, String>,
+    threads_at_start: ThreadTicks,
+}
+
+impl<'a> Workload<'a> {
+    /// Lock the runtime in memory and start its threads.
+    fn start(spec: &'a Spec, phone: &'a Phone) -> Result<Workload<'a>> {
+        let (major, minor) = phone.swap_dev_number;
+        let hist = SwapWriteHist::install(major, minor).map_err(|e| format!("{e:#}"));
+        sys::mlockall().context("mlockall(MCL_CURRENT | MCL_FUTURE) failed: run as root")?;
+
+        let start = Instant::now();
+        let started_at = SystemTime::now();
+        let events = Arc::new(EventLog::create(&spec.out_dir.join("events.jsonl"), start)?);
+        let registry = Arc::new(ProcRegistry::default());
+        let control = Arc::new(Control::default());
+        let lmkd = Lmkd::new(
+            &spec.lmkd,
+            registry.clone(),
+            events.clone(),
+            control.clone(),
+        )?;
+        let sampler = metrics::spawn(
+            &spec.out_dir,
+            &phone.swap_dev,
+            ms(spec.metrics.interval_ms),
+            start,
+            control.clone(),
+        )?;
+        let (reaper, deaths) = child_reaper::spawn(registry.clone(), control.clone())?;
+        let threads_at_start = threads_cpu::read(&spec.metrics.reclaim_threads);
+        let threads = vec![lmkd.spawn()?, sampler, reaper];
+        Ok(Workload {
+            spec,
+            phone,
+            start,
+            started_at,
+            events,
+            registry,
+            control,
+            deaths,
+            threads,
+            hist,
+            threads_at_start,
+        })
+    }
+
+    fn run(self, app_command: AppCommand) -> ExitCode {
+        let spec = self.spec;
+        let mut manager = ActivityManager::new(activity_manager::Resources {
+            spec,
+            app_command,
+            apps_cgroup: self.phone.cgroups.apps_dir(),
+            registry: self.registry.clone(),
+            events: self.events.clone(),
+            control: self.control.clone(),
+            deaths: self.deaths,
+            deadline: self.start + Duration::from_secs_f64(spec.deadline_s),
+        });
+        let mut result = std::panic::catch_unwind(AssertUnwindSafe(|| manager.run()))
+            .unwrap_or_else(|_| {
+                Err(anyhow::anyhow!(
+                    "the activity manager panicked (message in console.log)"
+                ))
+            });
+        let workload_s = self.start.elapsed().as_secs_f64();
+        let threads_at_end = threads_cpu::read(&spec.metrics.reclaim_threads);
+        manager.shutdown();
+        self.control.stop();
+        for t in self.threads {
+            let _ = t.join();
+        }
+        if let Some(failure) = self.control.failure() {
+            result = result.and(Err(anyhow::anyhow!(failure)));
+        }
+
+        let out = &spec.out_dir;
+        let cpu = threads_cpu::cpu_seconds(
+            &self.threads_at_start,
+            &threads_at_end,
+            sys::clock_ticks_per_second(),
+        );
+        result = result.and(write_json(&out.join("threads_cpu.json"), &cpu));
+        let hist_error = self
+            .hist
+            .and_then(|h| finish_hist(&h, &self.phone.swap_dev, out))
+            .err();
+
+        let record = RunRecord {
+            status: if result.is_ok() { "ok" } else { "failed" },
+            error: result.as_ref().err().map(|e| format!("{e:#}")),
+            run_id: &spec.run_id,
+            scheme: &spec.scheme.name,
+            scenario: &spec.scenario.name,
+            kernel: &self.phone.kernel,
+            knobs: &self.phone.knobs,
+            mem_total_kb: self.phone.mem_total_kb,
+            swap_total_kb: self.phone.swap_total_kb,
+            swap_dev: &self.phone.swap_dev,
+            started_at: humantime::format_rfc3339_seconds(self.started_at).to_string(),
+            workload_s: (workload_s * 1e3).round() / 1e3,
+            switches: self.events.switches(),
+            kills: self.events.kills(),
+            swap_write_hist_error: hist_error,
+        };
+        if let Err(e) = write_json(&out.join("run.json"), &record) {
+            eprintln!("pmr-guest: error: {e:#}");
+            return ExitCode::from(1);
+        }
+        match result {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pmr-guest: run failed: {e:#}");
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+/// Read the swap write histogram, remove the trigger, write the file.
+fn finish_hist(hist: &SwapWriteHist, dev: &str, out: &Path) -> Result<(), String> {
+    let bytes = hist.read();
+    let removed = hist.remove();
+    let file = SwapWriteHistFile {
+        dev,
+        bytes: bytes.map_err(|e| format!("{e:#}"))?,
+    };
+    removed.map_err(|e| format!("{e:#}"))?;
+    write_json(&out.join("swap_write_hist.json"), &file).map_err(|e| format!("{e:#}"))
+}
+
+fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}

@@ -1,0 +1,474 @@
+//! `spec.json`: everything the host tells the guest about one run.
+//!
+//! The types mirror `docs/guest-interface.md` field for field. Parsing is
+//! strict (unknown fields are rejected) so that a typo in the harness fails
+//! the run at setup instead of silently using a default. `validate` checks
+//! what serde cannot: ranges, cross references between the scenario and the
+//! apps, and the kernel's limits on PSI triggers.
+
+use anyhow::{bail, ensure, Context, Result};
+use serde::Deserialize;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A spec time (milliseconds, possibly fractional) as a Duration.
+pub fn ms(v: f64) -> Duration {
+    Duration::from_secs_f64(v / 1e3)
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub run_id: String,
+    pub seed: u64,
+    pub out_dir: PathBuf,
+    pub deadline_s: f64,
+    pub work_iters_per_ms: f64,
+    pub scheme: Scheme,
+    pub memory: Memory,
+    pub swap: Swap,
+    pub data_disk: DataDisk,
+    pub lmkd: LmkdConfig,
+    pub metrics: Metrics,
+    pub scenario: Scenario,
+    pub apps: Vec<AppSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scheme {
+    pub name: String,
+    pub knobs: Vec<Knob>,
+    pub policies: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Knob {
+    pub path: PathBuf,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Memory {
+    pub watermark_scale_factor: u32,
+    pub min_free_kbytes: u64,
+    pub swappiness: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Swap {
+    pub serial: String,
+    pub zram_mb: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataDisk {
+    pub serial: String,
+}
+
+/// lmkd's tunables (`ro.lmk.*` properties); see `lmkd.rs` for their use.
+/// The optional ones default to lmkd's own defaults.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LmkdConfig {
+    /// `psi_partial_stall_ms`: "some" stall that raises a medium event.
+    pub medium_some_ms: f64,
+    /// `psi_complete_stall_ms`: "full" stall that raises a critical event.
+    pub critical_full_ms: f64,
+    /// PSI tracking window (lmkd: `PSI_WINDOW_SIZE_MS`), also how long
+    /// lmkd keeps polling after an event.
+    pub window_ms: f64,
+    /// `PERCEPTIBLE_APP_ADJ`: spared by most kill reasons.
+    pub perceptible_adj: i32,
+    pub swap_free_low_percentage: i64,
+    pub thrashing_limit: i64,
+    pub thrashing_limit_decay: i64,
+    pub kill_timeout_ms: f64,
+    pub kill_heaviest_task: bool,
+    /// Polling period while pressure lasts and swap is low or a kill is
+    /// under way (lmkd: `PSI_POLL_PERIOD_SHORT_MS`).
+    pub poll_ms: f64,
+    /// Polling period otherwise (lmkd: `PSI_POLL_PERIOD_LONG_MS`).
+    #[serde(default = "defaults::poll_long_ms")]
+    pub poll_long_ms: f64,
+    /// `thrashing_limit_critical`; lmkd's default is 3 × `thrashing_limit`.
+    #[serde(default)]
+    pub thrashing_limit_critical: Option<i64>,
+    /// `swap_util_max`; 100 disables the low_mem_and_swap_util reason.
+    #[serde(default = "defaults::swap_util_max")]
+    pub swap_util_max: i64,
+    /// `filecache_min_kb`; 0 disables low_filecache_after_thrashing.
+    #[serde(default)]
+    pub filecache_min_kb: i64,
+    /// `stall_limit_critical`: PSI full avg10 (%) above which perceptible
+    /// and foreground apps may be killed; 100 never triggers.
+    #[serde(default = "defaults::stall_limit_critical")]
+    pub stall_limit_critical: f64,
+    /// Free swap counts at most `easy available × ratio` (free + inactive
+    /// file); lmkd 14 always uses 1, 0 means plain SwapFree.
+    #[serde(default = "defaults::swap_compression_ratio")]
+    pub swap_compression_ratio: i64,
+}
+
+impl LmkdConfig {
+    pub fn thrashing_critical(&self) -> i64 {
+        self.thrashing_limit_critical
+            .unwrap_or(self.thrashing_limit * 3)
+    }
+}
+
+mod defaults {
+    pub fn poll_long_ms() -> f64 {
+        100.0
+    }
+    pub fn swap_util_max() -> i64 {
+        100
+    }
+    pub fn stall_limit_critical() -> f64 {
+        100.0
+    }
+    pub fn swap_compression_ratio() -> i64 {
+        1
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metrics {
+    pub interval_ms: f64,
+    pub reclaim_threads: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub rounds: u32,
+    pub dwell_ms: [f64; 2],
+    pub launch_gap_ms: f64,
+    pub settle_ms: f64,
+    pub foreground: Vec<String>,
+    pub background: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppSpec {
+    pub name: String,
+    pub processes: u32,
+    pub anon_mb: f64,
+    pub file_mb: f64,
+    pub launch_fraction: f64,
+    pub working_set_fraction: f64,
+    pub init_work_ms: f64,
+    pub growth_ms: f64,
+    pub fg_period_ms: f64,
+    pub fg_churn_mb: f64,
+    pub bg_touch: Option<BgTouch>,
+    pub adj_class: AdjClass,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BgTouch {
+    pub period_ms: f64,
+    pub mb: f64,
+}
+
+/// The oom_score_adj class of an app when it is not in the foreground.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdjClass {
+    Cached,
+    Perceptible,
+    Service,
+}
+
+impl Spec {
+    pub fn load(path: &Path) -> Result<Spec> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("bad spec {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Spec> {
+        let spec: Spec = serde_json::from_str(text)?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    pub fn app(&self, name: &str) -> Option<&AppSpec> {
+        self.apps.iter().find(|a| a.name == name)
+    }
+
+    fn validate(&self) -> Result<()> {
+        ensure!(self.deadline_s > 0.0, "deadline_s must be > 0");
+        ensure!(
+            self.work_iters_per_ms > 0.0,
+            "work_iters_per_ms must be > 0"
+        );
+        if let Some(p) = self.scheme.policies.first() {
+            bail!("unknown scheme policy {p:?}: the guest runtime has no policies yet");
+        }
+        for knob in &self.scheme.knobs {
+            ensure!(
+                knob.path.is_absolute(),
+                "knob path {} is not absolute",
+                knob.path.display()
+            );
+        }
+        ensure!(
+            self.memory.swappiness <= 200,
+            "memory.swappiness must be 0..=200"
+        );
+        ensure!(!self.swap.serial.is_empty(), "swap.serial is empty");
+        ensure!(
+            !self.data_disk.serial.is_empty(),
+            "data_disk.serial is empty"
+        );
+        ensure!(non_negative(self.swap.zram_mb), "swap.zram_mb must be >= 0");
+        self.validate_lmkd()?;
+        ensure!(
+            self.metrics.interval_ms > 0.0,
+            "metrics.interval_ms must be > 0"
+        );
+        self.validate_apps()?;
+        self.validate_scenario()
+    }
+
+    fn validate_lmkd(&self) -> Result<()> {
+        let l = &self.lmkd;
+        // The kernel accepts PSI windows of 500 ms to 10 s and thresholds
+        // no longer than the window (kernel/sched/psi.c).
+        ensure!(
+            (500.0..=10_000.0).contains(&l.window_ms),
+            "lmkd.window_ms must be 500..=10000 (kernel PSI limit)"
+        );
+        for (name, v) in [
+            ("medium_some_ms", l.medium_some_ms),
+            ("critical_full_ms", l.critical_full_ms),
+        ] {
+            ensure!(
+                v > 0.0 && v <= l.window_ms,
+                "lmkd.{name} must be in (0, window_ms]"
+            );
+        }
+        ensure!(
+            (0..=100).contains(&l.swap_free_low_percentage),
+            "lmkd.swap_free_low_percentage must be 0..=100"
+        );
+        ensure!(l.thrashing_limit >= 0, "lmkd.thrashing_limit must be >= 0");
+        ensure!(
+            (0..=100).contains(&l.thrashing_limit_decay),
+            "lmkd.thrashing_limit_decay must be 0..=100"
+        );
+        ensure!(
+            (0..=100).contains(&l.swap_util_max),
+            "lmkd.swap_util_max must be 0..=100"
+        );
+        ensure!(
+            l.thrashing_critical() >= 0,
+            "lmkd.thrashing_limit_critical must be >= 0"
+        );
+        ensure!(
+            l.swap_compression_ratio >= 0,
+            "lmkd.swap_compression_ratio must be >= 0"
+        );
+        ensure!(
+            (0..=1000).contains(&l.perceptible_adj),
+            "lmkd.perceptible_adj must be 0..=1000"
+        );
+        ensure!(
+            non_negative(l.kill_timeout_ms),
+            "lmkd.kill_timeout_ms must be >= 0"
+        );
+        ensure!(
+            l.poll_ms > 0.0 && l.poll_long_ms > 0.0,
+            "lmkd polling periods must be > 0"
+        );
+        Ok(())
+    }
+
+    fn validate_apps(&self) -> Result<()> {
+        let mut seen = HashSet::new();
+        for a in &self.apps {
+            ensure!(
+                is_path_component(&a.name),
+                "app name {:?} must be [A-Za-z0-9_.-]+",
+                a.name
+            );
+            ensure!(
+                seen.insert(a.name.as_str()),
+                "app {:?} is defined twice",
+                a.name
+            );
+            let ctx = |field: &str| format!("app {}: {field}", a.name);
+            ensure!(a.processes >= 1, "{} must be >= 1", ctx("processes"));
+            for (field, v) in [
+                ("anon_mb", a.anon_mb),
+                ("file_mb", a.file_mb),
+                ("init_work_ms", a.init_work_ms),
+                ("growth_ms", a.growth_ms),
+                ("fg_churn_mb", a.fg_churn_mb),
+            ] {
+                ensure!(non_negative(v), "{} must be >= 0", ctx(field));
+            }
+            ensure!(a.fg_period_ms > 0.0, "{} must be > 0", ctx("fg_period_ms"));
+            for (field, v) in [
+                ("launch_fraction", a.launch_fraction),
+                ("working_set_fraction", a.working_set_fraction),
+            ] {
+                ensure!((0.0..=1.0).contains(&v), "{} must be in [0, 1]", ctx(field));
+            }
+            if let Some(bg) = &a.bg_touch {
+                ensure!(
+                    bg.period_ms > 0.0,
+                    "{} must be > 0",
+                    ctx("bg_touch.period_ms")
+                );
+                ensure!(non_negative(bg.mb), "{} must be >= 0", ctx("bg_touch.mb"));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_scenario(&self) -> Result<()> {
+        let s = &self.scenario;
+        ensure!(s.rounds >= 1, "scenario.rounds must be >= 1");
+        ensure!(!s.foreground.is_empty(), "scenario.foreground is empty");
+        ensure!(
+            non_negative(s.dwell_ms[0]) && s.dwell_ms[0] <= s.dwell_ms[1],
+            "scenario.dwell_ms must be [low, high] with 0 <= low <= high"
+        );
+        ensure!(
+            non_negative(s.launch_gap_ms) && non_negative(s.settle_ms),
+            "scenario.launch_gap_ms and settle_ms must be >= 0"
+        );
+        let mut seen = HashSet::new();
+        for name in s.foreground.iter().chain(&s.background) {
+            ensure!(
+                self.app(name).is_some(),
+                "scenario names app {name:?} which is not in apps"
+            );
+            ensure!(
+                seen.insert(name),
+                "scenario lists app {name:?} more than once"
+            );
+        }
+        Ok(())
+    }
+}
+
+fn non_negative(v: f64) -> bool {
+    v.is_finite() && v >= 0.0
+}
+
+fn is_path_component(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = include_str!("../tests/fixtures/spec.json");
+
+    fn fixture_value() -> serde_json::Value {
+        serde_json::from_str(FIXTURE).unwrap()
+    }
+
+    fn parse_value(v: &serde_json::Value) -> Result<Spec> {
+        Spec::parse(&v.to_string())
+    }
+
+    #[test]
+    fn fixture_parses_with_all_fields() {
+        let spec = Spec::parse(FIXTURE).unwrap();
+        assert_eq!(spec.run_id, "original-r1");
+        assert_eq!(spec.seed, 42);
+        assert_eq!(spec.scheme.knobs.len(), 2);
+        assert_eq!(spec.scheme.knobs[1].value, "n");
+        assert_eq!(spec.lmkd.medium_some_ms, 70.0);
+        assert_eq!(spec.lmkd.thrashing_critical(), 300);
+        assert_eq!(
+            spec.lmkd.poll_long_ms, 100.0,
+            "optional field takes lmkd's default"
+        );
+        assert_eq!(spec.scenario.dwell_ms, [1500.0, 3000.0]);
+        let whatsapp = spec.app("whatsapp").unwrap();
+        assert_eq!(whatsapp.adj_class, AdjClass::Cached);
+        assert_eq!(
+            spec.app("firefox").unwrap().adj_class,
+            AdjClass::Perceptible
+        );
+        assert_eq!(whatsapp.bg_touch.as_ref().unwrap().mb, 2.0);
+        assert!(spec.app("chrome").unwrap().bg_touch.is_none());
+    }
+
+    #[test]
+    fn rejects_malformed_json() {
+        let err = Spec::parse("{\"run_id\": \"x\",").unwrap_err();
+        assert!(err.to_string().contains("EOF"), "{err}");
+    }
+
+    #[test]
+    fn rejects_unknown_field() {
+        let mut v = fixture_value();
+        v["lmkd"]["medium_min_adj"] = 800.into();
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("unknown field `medium_min_adj`"), "{err}");
+    }
+
+    #[test]
+    fn rejects_missing_field_and_bad_types() {
+        let mut v = fixture_value();
+        v.as_object_mut().unwrap().remove("seed");
+        assert!(format!("{:#}", parse_value(&v).unwrap_err()).contains("missing field `seed`"));
+
+        let mut v = fixture_value();
+        v["apps"][0]["adj_class"] = "visible".into();
+        assert!(parse_value(&v).is_err());
+    }
+
+    #[test]
+    fn rejects_semantic_errors() {
+        type Mutation = fn(&mut serde_json::Value);
+        let cases: &[(&str, Mutation)] = &[
+            ("launch_fraction", |v| {
+                v["apps"][0]["launch_fraction"] = 1.5.into()
+            }),
+            ("not in apps", |v| {
+                v["scenario"]["foreground"][0] = "maps".into()
+            }),
+            ("more than once", |v| {
+                v["scenario"]["background"][0] = "chrome".into()
+            }),
+            ("unknown scheme policy", |v| {
+                v["scheme"]["policies"] = serde_json::json!(["x"])
+            }),
+            ("window_ms", |v| v["lmkd"]["window_ms"] = 100.into()),
+            ("dwell_ms", |v| {
+                v["scenario"]["dwell_ms"] = serde_json::json!([3000, 1500])
+            }),
+            ("must be [A-Za-z0-9_.-]+", |v| {
+                v["apps"][0]["name"] = "../x".into()
+            }),
+        ];
+        for (needle, mutate) in cases {
+            let mut v = fixture_value();
+            mutate(&mut v);
+            let err = format!("{:#}", parse_value(&v).unwrap_err());
+            assert!(err.contains(needle), "expected {needle:?} in {err:?}");
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Thin safe wrappers over the Linux system calls the runtime needs and std
+//! does not offer: pidfds, process_mrelease, poll, mlockall, mount, swapon,
+//! waitpid, scheduling.
+
+use std::ffi::CString;
+use std::io::{Error, Result};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::time::Duration;
+
+fn check(ret: libc::c_long) -> Result<libc::c_long> {
+    if ret < 0 {
+        Err(Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn cstring(path: &Path) -> Result<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes()).map_err(Error::other)
+}
+
+pub fn pidfd_open(pid: i32) -> Result<OwnedFd> {
+    // SAFETY: plain syscall; on success the kernel returns a new fd we own.
+    let fd = check(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) })?;
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+pub fn pidfd_kill(pidfd: BorrowedFd<'_>) -> Result<()> {
+    // SAFETY: plain syscall on a valid pidfd, no siginfo.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<u8>(),
+            0,
+        )
+    })?;
+    Ok(())
+}
+
+/// Free a killed process's memory now rather than when it gets to exit.
+pub fn process_mrelease(pidfd: BorrowedFd<'_>) -> Result<()> {
+    // SAFETY: plain syscall on a valid pidfd.
+    check(unsafe { libc::syscall(libc::SYS_process_mrelease, pidfd.as_raw_fd(), 0) })?;
+    Ok(())
+}
+
+/// poll(2) that retries on EINTR; the timeout is rounded up to whole
+/// milliseconds and `None` waits forever.
+pub fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> Result<usize> {
+    let ms = timeout.map_or(-1, |t| {
+        t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
+    });
+    loop {
+        // SAFETY: `fds` is a valid, exclusively borrowed array.
+        let ret = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if ret >= 0 {
+            return Ok(ret as usize);
+        }
+        let err = Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+pub fn pollfd(fd: BorrowedFd<'_>, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    }
+}
+
+pub fn mlockall() -> Result<()> {
+    // SAFETY: no pointers involved.
+    check(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) }.into())?;
+    Ok(())
+}
+
+pub fn mount(source: &str, target: &Path, fstype: &str) -> Result<()> {
+    let (source, fstype) = (CString::new(source)?, CString::new(fstype)?);
+    let target = cstring(target)?;
+    // SAFETY: valid NUL-terminated strings, no data argument.
+    check(
+        unsafe {
+            libc::mount(
+                source.as_ptr(),
+                target.as_ptr(),
+                fstype.as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        }
+        .into(),
+    )?;
+    Ok(())
+}
+
+pub fn swapon(device: &Path, priority: u16) -> Result<()> {
+    const SWAP_FLAG_PREFER: i32 = 0x8000;
+    const SWAP_FLAG_PRIO_MASK: i32 = 0x7fff;
+    let device = cstring(device)?;
+    let flags = SWAP_FLAG_PREFER | (i32::from(priority) & SWAP_FLAG_PRIO_MASK);
+    // SAFETY: valid NUL-terminated path.
+    check(unsafe { libc::swapon(device.as_ptr(), flags) }.into())?;
+    Ok(())
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// Wait for any child; `Ok(None)` when there is none.
+pub fn wait_any_child() -> Result<Option<(i32, Exit)>> {
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid out pointer.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid > 0 {
+            let exit = if libc::WIFSIGNALED(status) {
+                Exit::Signal(libc::WTERMSIG(status))
+            } else {
+                Exit::Code(libc::WEXITSTATUS(status))
+            };
+            return Ok(Some((pid, exit)));
+        }
+        let err = Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ECHILD) => return Ok(None),
+            _ => return Err(err),
+        }
+    }
+}
+
+pub fn kill(pid: i32) -> Result<()> {
+    // SAFETY: plain syscall.
+    check(unsafe { libc::kill(pid, libc::SIGKILL) }.into())?;
+    Ok(())
+}
+
+/// Make the calling thread SCHED_FIFO at `priority`, as lmkd does for itself.
+pub fn set_fifo(priority: i32) -> Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` is valid for the call; 0 means the calling thread.
+    check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }.into())?;
+    Ok(())
+}
+
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64
+}

@@ -1,0 +1,71 @@
+//! `threads_cpu.json`: CPU seconds (utime + stime) used during the workload
+//! by kernel threads whose name starts with one of `reclaim_threads`.
+//! /proc/<pid>/stat is read at the start and at the end; a thread that
+//! appears later counts from zero, one that is gone at the end is lost.
+//! Threads with the same name are summed.
+
+use crate::proc_files::parse_proc_stat;
+use std::collections::{BTreeMap, HashMap};
+
+/// pid -> (name, CPU ticks) of the matching kernel threads.
+pub type ThreadTicks = HashMap<i32, (String, u64)>;
+
+pub fn read(prefixes: &[String]) -> ThreadTicks {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return ThreadTicks::new();
+    };
+    dir.filter_map(|entry| {
+        let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat =
+            parse_proc_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?).ok()?;
+        let wanted =
+            stat.is_kernel_thread && prefixes.iter().any(|p| stat.comm.starts_with(p.as_str()));
+        wanted.then_some((pid, (stat.comm, stat.cpu_ticks)))
+    })
+    .collect()
+}
+
+pub fn cpu_seconds(
+    start: &ThreadTicks,
+    end: &ThreadTicks,
+    ticks_per_second: u64,
+) -> BTreeMap<String, f64> {
+    let mut ticks: BTreeMap<String, u64> = BTreeMap::new();
+    for (pid, (name, end_ticks)) in end {
+        let start_ticks = start
+            .get(pid)
+            .filter(|(n, _)| n == name)
+            .map_or(0, |(_, t)| *t);
+        *ticks.entry(name.clone()).or_default() += end_ticks.saturating_sub(start_ticks);
+    }
+    ticks
+        .into_iter()
+        .map(|(name, t)| (name, t as f64 / ticks_per_second as f64))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differences_new_threads_and_duplicates() {
+        let start: ThreadTicks = [
+            (40, ("kswapd0".to_string(), 100)),
+            (41, ("kshrinkd0".to_string(), 7)),
+        ]
+        .into();
+        let end: ThreadTicks = [
+            (40, ("kswapd0".to_string(), 1330)),
+            (41, ("kshrinkd0".to_string(), 457)),
+            (90, ("pmr_unmap".to_string(), 25)), // appeared during the run
+            (91, ("pmr_unmap".to_string(), 5)),
+        ]
+        .into();
+        let cpu = cpu_seconds(&start, &end, 100);
+        assert_eq!(cpu.len(), 3);
+        assert_eq!(cpu["kswapd0"], 12.3);
+        assert_eq!(cpu["kshrinkd0"], 4.5);
+        assert_eq!(cpu["pmr_unmap"], 0.3);
+    }
+}

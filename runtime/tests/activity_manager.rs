@@ -1,0 +1,236 @@
+//! The activity manager on the host, with real app processes: regular
+//! files stand in for the apps' `cgroup.procs` and lmkd does not run.
+//! One test function, because the child reaper waits for any child of the
+//! test process and must not run twice at once.
+
+mod common;
+
+use common::Scratch;
+use pmr_guest::activity_manager::{ActivityManager, Resources};
+use pmr_guest::app_process::AppCommand;
+use pmr_guest::child_reaper;
+use pmr_guest::control::Control;
+use pmr_guest::events::EventLog;
+use pmr_guest::proc_registry::{Entry, ProcRegistry};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Outcome {
+    result: anyhow::Result<()>,
+    events: Vec<Value>,
+    /// The registry when the scenario ended, before the apps were killed.
+    registry: Vec<(i32, Entry)>,
+}
+
+/// Run the scenario of `s`; `meddle` runs on its own thread meanwhile.
+fn run(
+    s: &Scratch,
+    deadline: Duration,
+    meddle: impl FnOnce(&ProcRegistry, &Control) + Send,
+) -> Outcome {
+    let apps_cgroup = s.dir.join("apps");
+    for app in &s.spec.apps {
+        std::fs::create_dir_all(apps_cgroup.join(&app.name)).unwrap();
+        std::fs::write(apps_cgroup.join(&app.name).join("cgroup.procs"), "").unwrap();
+    }
+    let events_path = s.dir.join("events.jsonl");
+    let registry = Arc::new(ProcRegistry::default());
+    let control = Arc::new(Control::default());
+    let events = Arc::new(EventLog::create(&events_path, Instant::now()).unwrap());
+    let (reaper, deaths) = child_reaper::spawn(registry.clone(), control.clone()).unwrap();
+    let (result, snapshot) = std::thread::scope(|scope| {
+        scope.spawn(|| meddle(&registry, &control));
+        let mut manager = ActivityManager::new(Resources {
+            spec: &s.spec,
+            app_command: AppCommand {
+                exe: env!("CARGO_BIN_EXE_pmr-guest").into(),
+                spec: s.spec_path.clone(),
+                data_dir: s.data_dir.clone(),
+            },
+            apps_cgroup,
+            registry: registry.clone(),
+            events,
+            control: control.clone(),
+            deaths,
+            deadline: Instant::now() + deadline,
+        });
+        let result = manager.run();
+        let snapshot = registry.snapshot();
+        manager.shutdown();
+        control.stop();
+        (result, snapshot)
+    });
+    reaper.join().unwrap();
+    let events = std::fs::read_to_string(events_path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    Outcome {
+        result,
+        events,
+        registry: snapshot,
+    }
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+fn adjs_by_app(registry: &[(i32, Entry)]) -> Vec<(String, i32)> {
+    let mut adjs: Vec<(String, i32)> = registry
+        .iter()
+        .map(|(_, e)| (e.app.clone(), e.adj))
+        .collect();
+    adjs.sort();
+    adjs
+}
+
+fn fast_scenario(v: &mut Value) {
+    v["scenario"]["dwell_ms"] = serde_json::json!([50, 100]);
+    v["scenario"]["launch_gap_ms"] = 10.into();
+    v["scenario"]["settle_ms"] = 50.into();
+}
+
+/// Kill `app`'s process the first time the registry shows it with an adj
+/// accepted by `when`.
+fn kill_once(registry: &ProcRegistry, control: &Control, app: &str, when: impl Fn(i32) -> bool) {
+    while !control.stopped() {
+        if let Some((pid, _)) = registry
+            .snapshot()
+            .into_iter()
+            .find(|(_, e)| e.app == app && when(e.adj))
+        {
+            // SAFETY: plain kill of a child of this test.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn activity_manager_runs_scenarios() {
+    scenario_runs_to_completion();
+    deaths_are_logged_and_dead_apps_relaunch_cold();
+    deadline_fails_the_run();
+}
+
+fn scenario_runs_to_completion() {
+    let s = Scratch::new("am-ok", fast_scenario);
+    let out = run(&s, Duration::from_secs(60), |_, _| {});
+    out.result.unwrap();
+
+    let phases: Vec<&str> = of_type(&out.events, "phase")
+        .iter()
+        .map(|e| e["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["background_launch", "settle", "switching", "done"]);
+    let times: Vec<u64> = out
+        .events
+        .iter()
+        .map(|e| e["t_ms"].as_u64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+
+    let launches = of_type(&out.events, "launch");
+    let launched: Vec<&str> = launches
+        .iter()
+        .map(|e| e["app"].as_str().unwrap())
+        .collect();
+    assert_eq!(launched, ["firefox", "whatsapp"]);
+    assert!(launches
+        .iter()
+        .all(|e| e["kind"] == "cold" && e["role"] == "background"));
+
+    let switches = of_type(&out.events, "switch");
+    assert_eq!(switches.len(), 4, "rounds × foreground apps");
+    assert!(switches[0]["from"].is_null());
+    assert_eq!(switches[1]["from"], switches[0]["app"]);
+    let kinds: Vec<&str> = switches
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["cold", "cold", "hot", "hot"],
+        "no pressure: every app stays alive"
+    );
+    assert!(switches
+        .iter()
+        .all(|e| e["response_ms"].as_f64().unwrap() > 0.0));
+    assert!(of_type(&out.events, "app_died").is_empty());
+
+    // The last app switched to is in front, the one before is previous;
+    // whatsapp is cached, firefox perceptible; youtube has 2 processes.
+    let last = switches[3]["app"].as_str().unwrap();
+    let other = if last == "chrome" {
+        "youtube"
+    } else {
+        "chrome"
+    };
+    let mut expected = vec![
+        (last.to_string(), 0),
+        (other.to_string(), 700),
+        ("whatsapp".to_string(), 900),
+        ("firefox".to_string(), 200),
+    ];
+    expected.push((
+        "youtube".to_string(),
+        if last == "youtube" { 0 } else { 700 },
+    ));
+    expected.sort();
+    assert_eq!(adjs_by_app(&out.registry), expected);
+    let (pid, _) = out
+        .registry
+        .iter()
+        .find(|(_, e)| e.app == "whatsapp")
+        .unwrap();
+    let written = std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj"));
+    // The process is gone now; if its /proc entry is still there it said 900.
+    assert!(written.map_or(true, |w| w.trim() == "900"));
+}
+
+fn deaths_are_logged_and_dead_apps_relaunch_cold() {
+    let s = Scratch::new("am-deaths", fast_scenario);
+    let out = run(&s, Duration::from_secs(60), |registry, control| {
+        // firefox once it is in the background (perceptible), chrome the
+        // first time it is in front.
+        kill_once(registry, control, "firefox", |adj| adj == 200);
+        kill_once(registry, control, "chrome", |adj| adj == 0);
+    });
+    out.result.unwrap();
+    let died: HashSet<&str> = of_type(&out.events, "app_died")
+        .iter()
+        .map(|e| e["app"].as_str().unwrap())
+        .collect();
+    assert_eq!(died, HashSet::from(["firefox", "chrome"]));
+    let switches = of_type(&out.events, "switch");
+    assert_eq!(switches.len(), 4, "a death never adds or drops a switch");
+    let chrome_kinds: Vec<&str> = switches
+        .iter()
+        .filter(|e| e["app"] == "chrome")
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(chrome_kinds.len(), 2);
+    assert_eq!(chrome_kinds[0], "cold");
+    assert!(
+        out.registry.iter().all(|(_, e)| e.app != "firefox"),
+        "dead apps are unregistered"
+    );
+}
+
+fn deadline_fails_the_run() {
+    let s = Scratch::new("am-deadline", |v| {
+        fast_scenario(v);
+        v["scenario"]["settle_ms"] = 10_000.into();
+    });
+    let start = Instant::now();
+    let out = run(&s, Duration::from_millis(300), |_, _| {});
+    let err = out.result.unwrap_err().to_string();
+    assert!(err.contains("deadline_s"), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(of_type(&out.events, "switch").is_empty());
+}

@@ -1,0 +1,70 @@
+//! End-to-end test of an app process on the host: spawn `pmr-guest app`
+//! the way the activity manager does (a regular file stands in for the
+//! cgroup's `cgroup.procs`), drive it through the line protocol, kill it.
+
+mod common;
+
+use common::Scratch;
+use pmr_guest::app_process::{AppCommand, AppProcess, Reply};
+use pmr_guest::protocol::Command;
+use std::time::{Duration, Instant};
+
+fn await_reply(p: &mut AppProcess) -> Reply {
+    let start = Instant::now();
+    loop {
+        match p.poll_reply(Duration::from_millis(50)).unwrap() {
+            Reply::Pending if start.elapsed() < Duration::from_secs(20) => continue,
+            reply => return reply,
+        }
+    }
+}
+
+fn reap(pid: i32) -> i32 {
+    let mut status = 0;
+    // SAFETY: plain waitpid on our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    status
+}
+
+fn spawn(s: &Scratch, app: &str, index: u32) -> AppProcess {
+    let procs = s.dir.join("cgroup.procs");
+    std::fs::write(&procs, "").unwrap();
+    let command = AppCommand {
+        exe: env!("CARGO_BIN_EXE_pmr-guest").into(),
+        spec: s.spec_path.clone(),
+        data_dir: s.data_dir.clone(),
+    };
+    command.spawn(app, index, &procs).unwrap()
+}
+
+#[test]
+fn app_process_serves_cold_hot_fg_bg_and_dies_by_sigkill() {
+    let s = Scratch::new("serve", |_| {});
+    let mut p = spawn(&s, "youtube", 1);
+    for command in [Command::Cold, Command::Hot, Command::Fg] {
+        assert!(p.send(command));
+        assert_eq!(await_reply(&mut p), Reply::Ready, "{command:?}");
+    }
+    let procs = std::fs::read_to_string(s.dir.join("cgroup.procs")).unwrap();
+    assert_eq!(procs, "0", "the child joined its cgroup");
+    std::thread::sleep(Duration::from_millis(400)); // foreground work and growth run
+    for command in [Command::Bg, Command::Hot] {
+        assert!(p.send(command));
+        assert_eq!(await_reply(&mut p), Reply::Ready, "{command:?}");
+    }
+    // SAFETY: plain kill of our own child.
+    assert_eq!(unsafe { libc::kill(p.pid, libc::SIGKILL) }, 0);
+    assert_eq!(await_reply(&mut p), Reply::Gone);
+    let status = reap(p.pid);
+    assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
+}
+
+#[test]
+fn app_process_fails_on_a_protocol_error() {
+    let s = Scratch::new("misuse", |_| {});
+    let mut p = spawn(&s, "chrome", 0);
+    assert!(p.send(Command::Hot), "hot before cold");
+    assert_eq!(await_reply(&mut p), Reply::Gone);
+    let status = reap(p.pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 1);
+}

@@ -1,0 +1,55 @@
+//! Helpers shared by the host-side integration tests: a scratch directory
+//! with a small spec (the fixture with footprints of a few MB) and the
+//! apps' files written as setup would write them.
+
+// Each test crate compiles this module and uses only part of it.
+#![allow(dead_code)]
+
+use pmr_guest::setup::write_app_files;
+use pmr_guest::spec::Spec;
+use std::path::{Path, PathBuf};
+
+pub struct Scratch {
+    pub dir: PathBuf,
+    pub spec_path: PathBuf,
+    pub spec: Spec,
+    pub data_dir: PathBuf,
+}
+
+impl Scratch {
+    /// `tweak` may change the fixture (as JSON) before it is shrunk.
+    pub fn new(name: &str, tweak: impl FnOnce(&mut serde_json::Value)) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("pmr-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spec.json");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+        tweak(&mut v);
+        for app in v["apps"].as_array_mut().unwrap() {
+            app["anon_mb"] = 4.into();
+            app["file_mb"] = 1.into();
+            app["init_work_ms"] = 1.into();
+            app["growth_ms"] = 200.into();
+            app["fg_period_ms"] = 50.into();
+            app["fg_churn_mb"] = 1.into();
+        }
+        let spec_path = dir.join("spec.json");
+        std::fs::write(&spec_path, v.to_string()).unwrap();
+        let spec = Spec::load(&spec_path).unwrap();
+        let data_dir = dir.join("data");
+        write_app_files(&data_dir, &spec).unwrap();
+        Scratch {
+            dir,
+            spec_path,
+            spec,
+            data_dir,
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
