@@ -16,14 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import dilation as dilation_mod
-from . import guest, kernel, paths, profiles, scenarios, schemes, spec
+from . import guest, guest_setup, paths, profiles, scenarios, schemes, spec
 from .errors import GuestError, UserError
-
-# Guest-side exit status of pmr-guest for a setup error (bad spec, too little
-# memory): the user's input is wrong, not the kernel.
-GUEST_SETUP_ERROR = 2
-BOOT_SLACK_S = 120
 
 
 @dataclass
@@ -35,16 +29,6 @@ class CampaignRequest:
     seed: int
     out: Path
     flavour: str = "testbed"
-
-
-def _check_host_memory(ram_mb: int) -> None:
-    avail_kb = 0
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            avail_kb = int(line.split()[1])
-    if avail_kb and avail_kb // 1024 < ram_mb + 512:
-        raise UserError(f"the host has {avail_kb // 1024} MB available, the guest needs "
-                        f"{ram_mb} MB: close other programs or pick a smaller profile")
 
 
 def _data_disk_mb(guest_spec: dict) -> int:
@@ -73,10 +57,7 @@ def plan(req: CampaignRequest) -> Plan:
     scheme_list = schemes.parse_list(req.schemes, profile)
     if req.reps < 1:
         raise UserError(f"--reps must be at least 1, got {req.reps}")
-    guest.check_host_tools()
-    if not paths.RUNTIME_BIN.exists():
-        raise UserError(f"{paths.RUNTIME_BIN} is not built: run `make setup`")
-    _check_host_memory(profile.guest_ram_mb)
+    guest_setup.check_host(profile)
     if req.out.exists() and any(req.out.iterdir()):
         raise UserError(f"results directory {req.out} is not empty: pick a new --out")
     return Plan(req, profile, scenario, scheme_list)
@@ -89,13 +70,8 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
     """
     req, profile, scenario, scheme_list = p.req, p.profile, p.scenario, p.schemes
     req.out.mkdir(parents=True, exist_ok=True)
-    progress(f"kernel ({req.flavour})", False)
-    image = kernel.build(req.flavour)
-    accel = guest.detect_accel(image.bzimage)
-    progress(f"time dilation ({accel})", False)
-    dil = dilation_mod.measure(image.bzimage, image.version, accel, cpus=profile.cpus,
-                               work_dir=req.out)
-    limits = profile.qemu_limits(dil.factor)
+    machine = guest_setup.prepare(profile, req.flavour, req.out, lambda msg: progress(msg, False))
+    image, accel, dil, limits = machine.image, machine.accel, machine.dilation, machine.limits
     campaign = {
         "scenario": scenario.name, "profile": profile.name,
         "schemes": [s.name for s in scheme_list], "reps": req.reps, "seed": req.seed,
@@ -137,9 +113,7 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
                             work_iters_per_ms=dil.host_work_iters_per_ms)
     _write_json(run_dir / "spec.json", guest_spec)
     disk_dir = paths.BUILD_DIR / "disks" / req.out.name / run_id
-    swap = guest.Disk(disk_dir / "swap.img", spec.SWAP_SERIAL, profile.guest_swap_mb, {
-        "bps_write": limits["swap_bps_write"], "iops_write": limits["swap_iops_write"],
-        "bps_read": limits["swap_bps_read"], "iops_read": limits["swap_iops_read"]})
+    swap = guest_setup.swap_disk(profile, limits, disk_dir)
     data = guest.Disk(disk_dir / "data.img", spec.DATA_SERIAL, _data_disk_mb(guest_spec))
     try:
         for d in (swap, data):
@@ -147,15 +121,13 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
         res = guest.boot(image.bzimage,
                          exec_cmd=f"{paths.RUNTIME_BIN} run --spec {run_dir / 'spec.json'}",
                          console_path=run_dir / "console.log",
-                         deadline_s=scenario.deadline_s + BOOT_SLACK_S,
+                         deadline_s=scenario.deadline_s + guest_setup.BOOT_SLACK_S,
                          ram_mb=profile.guest_ram_mb, cpus=profile.cpus, accel=accel,
                          rwdirs=[run_dir], disks=[swap, data])
     finally:
         shutil.rmtree(disk_dir, ignore_errors=True)
-    if res.returncode == GUEST_SETUP_ERROR:
-        line = next((ln for ln in res.console.splitlines() if "pmr-guest: error:" in ln),
-                    "pmr-guest: error: (no message)")
-        raise UserError(line.split("pmr-guest: error: ", 1)[1] + f" [run {run_id}]")
+    if res.returncode == guest_setup.GUEST_SETUP_ERROR:
+        raise guest_setup.setup_error(res.console, f"run {run_id}")
     if res.returncode != 0:
         raise GuestError(f"guest run exited with status {res.returncode}; console: "
                          f"{run_dir / 'console.log'}", guest.tail(res.console))

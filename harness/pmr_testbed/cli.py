@@ -3,6 +3,7 @@
     pmrtb build-kernel [--flavour testbed|debug]
     pmrtb run --scenario paper --profile pixel6pro --schemes original,mglru --reps 3
     pmrtb report results/<dir>
+    pmrtb reliability --profile pixel5 --scheme original [--toggle PATH=V1,V2,...]
     pmrtb shell [--profile pixel6pro]
 """
 
@@ -15,8 +16,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
-from . import campaign, guest, kernel, paths, profiles, report
+from . import campaign, guest, kernel, paths, profiles, reliability_checks, report
+from . import reliability as reliability_mod
 from .errors import GuestError, UserError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -80,6 +83,48 @@ def report_cmd(results: Path = typer.Argument(..., help="a results directory")) 
     if not (results / "campaign.json").exists():
         raise UserError(f"{results} is not a results directory (no campaign.json)")
     typer.echo(f"report: {report.write_report(results)}")
+
+
+@app.command()
+def reliability(
+    profile: str = typer.Option(..., help="profiles/<name>.toml"),
+    scheme: str = typer.Option(..., help="one scheme, e.g. original, mglru or pmr+ice"),
+    flavour: str = typer.Option("testbed", help="kernel flavour: testbed or debug"),
+    toggle: str = typer.Option(None, help="PATH=V1,V2,...: write these values to the knob in "
+                                          "turn under load (it ends at V1)"),
+    toggles: int = typer.Option(100, help="how many --toggle writes, spread over the run"),
+    toggle_refused: str = typer.Option(None, help="comma-separated --toggle values the kernel "
+                                                  "must refuse"),
+    swap_factor: float = typer.Option(4.0, help="load until pswpout reaches this many times RAM"),
+    out: Path = typer.Option(None, help="results directory "
+                                        "(default results/reliability-<profile>-<scheme>-<time>)"),
+) -> None:
+    """Data integrity and kernel reliability under heavy swapping: exit 0 if every check passed."""
+    out = out or paths.RESULTS_DIR / f"reliability-{profile}-{scheme}-{time.strftime('%Y%m%d-%H%M%S')}"
+    req = reliability_mod.ReliabilityRequest(profile, scheme, out, flavour, toggle, toggles,
+                                             toggle_refused, swap_factor)
+    plan = reliability_mod.plan(req)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=err, transient=False) as bar:
+        task = bar.add_task("preparing", total=None)
+        result = reliability_mod.run(plan, lambda msg: bar.update(task, description=msg))
+    print_checks(result)
+    typer.echo(f"reliability.json: {out / 'reliability.json'}")
+    raise typer.Exit(reliability_checks.exit_status(result))
+
+
+def print_checks(result: dict) -> None:
+    colour = {"pass": "green", "fail": "bold red", "skipped": "yellow"}
+    table = Table(title=f"reliability: {result.get('scheme')} on {result.get('kernel')}, "
+                        f"{result.get('duration_s')} s in the guest")
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    for name, status, detail in reliability_checks.rows(result):
+        table.add_row(name, f"[{colour[status]}]{status}[/]", detail)
+    out = Console()
+    out.print(table)
+    out.print(reliability_checks.summary(result), highlight=False)
 
 
 @app.command()

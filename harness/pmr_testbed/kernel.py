@@ -240,6 +240,17 @@ def image_path(flavour: str) -> Path:
     return KERNEL_BUILD_DIR / f"obj-{flavour}" / "arch" / "x86" / "boot" / "bzImage"
 
 
+def _up_to_date(flavour: str) -> KernelImage | None:
+    """The image, if nothing it is built from changed (no lock needed: reads only)."""
+    state = _load_state()
+    files = series_files()
+    key = f"{_tarball_id()}|{_digest(files)}|{_digest(_config_fragments(flavour))}"
+    flav = state.get("flavours", {}).get(flavour, {})
+    if flav.get("key") == key and image_path(flavour).exists():
+        return KernelImage(flavour, image_path(flavour), flav["version"], [f.name for f in files])
+    return None
+
+
 def build(flavour: str = "testbed", jobs: int | None = None) -> KernelImage:
     """Build (or reuse) the kernel of a flavour and return its image."""
     if flavour not in FLAVOURS:
@@ -247,6 +258,9 @@ def build(flavour: str = "testbed", jobs: int | None = None) -> KernelImage:
     for tool in ("make", "gcc", "flex", "bison", "bc", "ccache"):
         if not shutil.which(tool):
             raise UserError(f"{tool} not found: run `make setup` to install the kernel build tools")
+    ready = _up_to_date(flavour)
+    if ready:
+        return ready
     with build_lock():
         state = _load_state()
         prepare_pristine(state)

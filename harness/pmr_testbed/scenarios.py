@@ -17,15 +17,15 @@ APP_KEYS = {
     "name", "processes", "anon_mb", "file_mb", "launch_fraction", "working_set_fraction",
     "init_work_ms", "growth_ms", "fg_period_ms", "fg_churn_mb", "bg_touch", "adj_class",
 }
-ADJ_CLASSES = {"cached", "perceptible", "service"}
+ADJ_CLASSES = {"cached", "perceptible", "service", "persistent"}
 SCENARIO_KEYS = {"name", "description", "rounds", "dwell_ms", "launch_gap_ms", "settle_ms",
-                 "deadline_s", "defaults", "foreground", "background"}
+                 "deadline_s", "defaults", "system", "foreground", "background"}
 
 
 @dataclass(frozen=True)
 class App:
     name: str
-    role: str  # "foreground" or "background"
+    role: str  # "system", "foreground" or "background"
     processes: int
     anon_mb: float
     file_mb: float
@@ -57,6 +57,10 @@ class Scenario:
     @property
     def background(self) -> list[App]:
         return [a for a in self.apps if a.role == "background"]
+
+    @property
+    def system(self) -> list[App]:
+        return [a for a in self.apps if a.role == "system"]
 
 
 def load(name: str) -> Scenario:
@@ -109,13 +113,17 @@ def parse(data: dict, path: Path) -> Scenario:
         raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
     defaults = data.get("defaults", {})
     apps: list[App] = []
-    for role in ("foreground", "background"):
+    for role in ("system", "foreground", "background"):
         for i, raw in enumerate(data.get(role, [])):
             apps.append(_app(raw, defaults, role, f"{where} [[{role}]] #{i + 1}"))
     names = [a.name for a in apps]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise UserError(f"{where}: app name(s) used twice: {', '.join(dupes)}")
+    for a in apps:
+        if a.adj_class == "persistent" and a.role != "system":
+            raise UserError(f"{where}: {a.name}: only [[system]] apps can be "
+                            "adj_class = \"persistent\"")
     if not any(a.role == "foreground" for a in apps):
         raise UserError(f"{where}: needs at least one [[foreground]] app")
     dwell = require(data, "dwell_ms", list, where)

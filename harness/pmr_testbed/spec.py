@@ -50,6 +50,11 @@ def app_spec(app: App, profile: Profile) -> dict:
     }
 
 
+def memory_settings(profile: Profile) -> dict:
+    """The guest's watermark and swappiness sysctls (spec.json `memory`)."""
+    return {**profile.watermarks(), "swappiness": 100}
+
+
 def footprint_mb(spec: dict) -> int:
     """Guest MB the scenario's apps would use if nothing were reclaimed."""
     return sum(a["anon_mb"] + a["file_mb"] for a in spec["apps"])
@@ -64,7 +69,7 @@ def build(*, run_id: str, out_dir: Path, seed: int, scenario: Scenario, profile:
         "deadline_s": scenario.deadline_s,
         "work_iters_per_ms": work_iters_per_ms,
         "scheme": {"name": scheme.name, "knobs": scheme.knobs, "policies": scheme.policies},
-        "memory": {**profile.watermarks(), "swappiness": 100},
+        "memory": memory_settings(profile),
         "swap": {"serial": SWAP_SERIAL, "zram_mb": 0},
         "data_disk": {"serial": DATA_SERIAL},
         "lmkd": dict(LMKD_DEFAULTS),
@@ -76,7 +81,8 @@ def build(*, run_id: str, out_dir: Path, seed: int, scenario: Scenario, profile:
             "launch_gap_ms": scenario.launch_gap_ms,
             "settle_ms": scenario.settle_ms,
             "foreground": [a.name for a in scenario.foreground],
-            "background": [a.name for a in scenario.background],
+            # System processes start first, then the background apps.
+            "background": [a.name for a in scenario.system + scenario.background],
         },
         "apps": [app_spec(a, profile) for a in scenario.apps],
     }

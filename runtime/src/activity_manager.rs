@@ -177,9 +177,9 @@ impl<'a> ActivityManager<'a> {
         let spec = self.ctx.spec;
         let a = &spec.apps[app];
         loop {
-            let procs_file = self.ctx.apps_cgroup.join(&a.name).join("cgroup.procs");
+            let cgroup = self.ctx.apps_cgroup.join(&a.name);
             for index in 0..a.processes {
-                let p = self.ctx.app_command.spawn(&a.name, index, &procs_file)?;
+                let p = self.ctx.app_command.spawn(&a.name, index, &cgroup)?;
                 self.owner.insert(p.pid, app);
                 self.apps[app].push(p);
             }

@@ -3,14 +3,12 @@
 //! replies in slices so the caller can do other work (log deaths, check
 //! the deadline) while an app launches.
 
+use crate::cgroup;
 use crate::protocol::{Command, READY};
 use crate::sys;
 use anyhow::{bail, Context, Result};
-use std::ffi::CString;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, ChildStdout, Stdio};
 use std::time::Duration;
@@ -39,10 +37,9 @@ pub enum Reply {
 }
 
 impl AppCommand {
-    /// Spawn process `index` of `app`; it joins the cgroup whose
-    /// `cgroup.procs` is given before it executes anything of the app.
-    pub fn spawn(&self, app: &str, index: u32, cgroup_procs: &Path) -> Result<AppProcess> {
-        let procs = CString::new(cgroup_procs.as_os_str().as_bytes())?;
+    /// Spawn process `index` of `app`; it joins `cgroup` before it
+    /// executes anything of the app.
+    pub fn spawn(&self, app: &str, index: u32, cgroup: &Path) -> Result<AppProcess> {
         let mut command = std::process::Command::new(&self.exe);
         command
             .arg("app")
@@ -53,29 +50,8 @@ impl AppCommand {
             .args(["--name", app, "--index", &index.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped());
-        // SAFETY: the hook runs in the forked child and only makes
-        // async-signal-safe system calls on memory prepared before fork.
-        unsafe {
-            command.pre_exec(move || {
-                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // "0" moves the writing process.
-                let written = libc::write(fd, b"0".as_ptr().cast(), 1);
-                libc::close(fd);
-                if written != 1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = command.spawn().with_context(|| {
-            format!(
-                "cannot spawn {app}[{index}] into {}",
-                cgroup_procs.display()
-            )
-        })?;
+        let mut child = cgroup::spawn_into(&mut command, cgroup)
+            .with_context(|| format!("cannot spawn {app}[{index}] into {}", cgroup.display()))?;
         Ok(AppProcess {
             pid: child.id() as i32,
             stdin: child.stdin.take().expect("stdin is piped"),

@@ -1,28 +1,37 @@
-//! The cgroup v2 layout of the phone:
+//! The cgroup v2 layout of the guest:
 //!
 //! ```text
-//! <cgroup2 mount>/pmr/system       the runtime (activity manager, lmkd, sampler)
-//! <cgroup2 mount>/pmr/apps/<app>   each app's processes
+//! <cgroup2 mount>/pmr/system           the runtime (activity manager, lmkd, sampler)
+//! <cgroup2 mount>/pmr/<group>/<child>  the workload: `apps/<app>` for `run`,
+//!                                      `reliability/<n>` for `reliability`
 //! ```
 //!
 //! +memory (and +cpu where the kernel offers it) is enabled in
-//! `cgroup.subtree_control` on the path down to `pmr/apps`. cgroup2 is
-//! mounted at /sys/fs/cgroup if it is not mounted anywhere yet.
+//! `cgroup.subtree_control` on the path down to `pmr/<group>`. cgroup2 is
+//! mounted at /sys/fs/cgroup if it is not mounted anywhere yet. Workload
+//! processes are spawned straight into their cgroup (`spawn_into`).
 
 use crate::proc_files::mount_point;
 use crate::sys;
 use anyhow::{bail, Context, Result};
+use std::ffi::CString;
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 
 const DEFAULT_MOUNT: &str = "/sys/fs/cgroup";
 
 pub struct Cgroups {
+    root: PathBuf,
     pmr: PathBuf,
+    group: PathBuf,
 }
 
 impl Cgroups {
-    pub fn setup(apps: &[&str]) -> Result<Cgroups> {
+    /// `pmr/system` and `pmr/<group>/<child>` for each of `children`.
+    pub fn setup(group: &str, children: &[&str]) -> Result<Cgroups> {
         let root = match mount_point(&fs::read_to_string("/proc/mounts")?, "cgroup2") {
             Some(root) => root,
             None => {
@@ -34,17 +43,18 @@ impl Cgroups {
             }
         };
         let pmr = root.join("pmr");
-        for dir in [pmr.join("system"), pmr.join("apps")]
+        let group = pmr.join(group);
+        for dir in [pmr.join("system"), group.clone()]
             .into_iter()
-            .chain(apps.iter().map(|a| pmr.join("apps").join(a)))
+            .chain(children.iter().map(|c| group.join(c)))
         {
             fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create cgroup {}", dir.display()))?;
         }
-        for dir in [root.clone(), pmr.clone(), pmr.join("apps")] {
+        for dir in [root.clone(), pmr.clone(), group.clone()] {
             enable_controllers(&dir)?;
         }
-        Ok(Cgroups { pmr })
+        Ok(Cgroups { root, pmr, group })
     }
 
     /// Move the calling process (all its threads) into `pmr/system`.
@@ -54,10 +64,47 @@ impl Cgroups {
             .with_context(|| format!("cannot move the runtime into {}", procs.display()))
     }
 
-    /// The directory holding one cgroup per app.
-    pub fn apps_dir(&self) -> PathBuf {
-        self.pmr.join("apps")
+    /// The directory holding the workload's cgroups (one per app for `run`).
+    pub fn group_dir(&self) -> PathBuf {
+        self.group.clone()
     }
+
+    /// `pmr/<name>`, a cgroup beside `system` and the group (created if needed).
+    pub fn sibling(&self, name: &str) -> Result<PathBuf> {
+        let dir = self.pmr.join(name);
+        fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create cgroup {}", dir.display()))?;
+        Ok(dir)
+    }
+
+    /// The cgroup2 mount point (the root cgroup).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+/// Spawn `command` with the child moved into `cgroup` before it executes
+/// anything, so that every page it touches is charged there.
+pub fn spawn_into(command: &mut Command, cgroup: &Path) -> std::io::Result<Child> {
+    let procs = CString::new(cgroup.join("cgroup.procs").as_os_str().as_bytes())?;
+    // SAFETY: the hook runs in the forked child and only makes
+    // async-signal-safe system calls on memory prepared before fork.
+    unsafe {
+        command.pre_exec(move || {
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // "0" moves the writing process.
+            let written = libc::write(fd, b"0".as_ptr().cast(), 1);
+            libc::close(fd);
+            if written != 1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command.spawn()
 }
 
 fn enable_controllers(dir: &Path) -> Result<()> {

@@ -7,6 +7,11 @@
 //! sampler (metrics.rs) and the child reaper as threads of one mlockall'd
 //! process; apps (app.rs) are separate processes driven over a line
 //! protocol (protocol.rs).
+//!
+//! `reliability` (reliability.rs) shares the setup and runs a data
+//! integrity and kernel reliability check under heavy swapping: checker
+//! processes (checker.rs) verifying self-checking pages, stress-ng, a knob
+//! toggled under load, a memcg killed mid-run, accounting checks at the end.
 
 pub mod activity_manager;
 pub mod app;
@@ -14,10 +19,16 @@ pub mod app_files;
 pub mod app_process;
 pub mod bench;
 pub mod cgroup;
+pub mod checked_page;
+pub mod checker;
+pub mod checker_handle;
 pub mod child_reaper;
 pub mod control;
 pub mod events;
+pub mod knob_toggler;
 pub mod lmkd;
+pub mod memcg_lifetime;
+pub mod memcg_stat;
 pub mod memory;
 pub mod metrics;
 pub mod oom_adj;
@@ -26,10 +37,15 @@ pub mod proc_files;
 pub mod proc_registry;
 pub mod protocol;
 pub mod psi;
+pub mod reliability;
+pub mod reliability_report;
+pub mod reliability_spec;
 pub mod run;
 pub mod setup;
 pub mod spec;
+pub mod stress_ng;
 pub mod switch_plan;
 pub mod sys;
 pub mod threads_cpu;
+pub mod toggle_plan;
 pub mod tracefs;

@@ -1,7 +1,7 @@
-//! The `pmr-guest` command line: `run`, `app` and `bench`.
+//! The `pmr-guest` command line: `run`, `app`, `reliability`, `checker` and `bench`.
 
 use clap::{Parser, Subcommand};
-use pmr_guest::{app, bench, run};
+use pmr_guest::{app, bench, checker, reliability, run};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -37,6 +37,24 @@ enum Cmd {
         #[arg(long)]
         index: u32,
     },
+    /// Data integrity and kernel reliability under heavy swapping (guest only, as root);
+    /// writes reliability.json into the spec's out_dir.
+    Reliability {
+        /// The reliability spec (spec.json in the output directory).
+        #[arg(long)]
+        spec: PathBuf,
+    },
+    /// One checker process, spawned by `reliability`.
+    #[command(hide = true)]
+    Checker {
+        #[arg(long)]
+        label: String,
+        #[arg(long)]
+        seed: u64,
+        /// Anonymous memory to check, in 4 KiB pages.
+        #[arg(long)]
+        pages: usize,
+    },
     /// Time-dilation microbenchmark; prints {"ns_per_page": .., "work_iters_per_ms": ..}.
     Bench {
         /// Size of the anonymous buffer, in 4 KiB pages.
@@ -60,6 +78,14 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("pmr-guest app {name}[{index}]: error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+        Cmd::Reliability { spec } => reliability::main(&spec),
+        Cmd::Checker { label, seed, pages } => match checker::main(&label, seed, pages) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pmr-guest {label}: error: {e:#}");
                 ExitCode::from(1)
             }
         },

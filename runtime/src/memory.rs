@@ -43,6 +43,15 @@ impl AnonRegion {
         // as long as `self`, and zeroed memory is a valid AtomicU64.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast(), self.len / 8) }
     }
+
+    /// The region as plain words, for a single user that holds it exclusively.
+    pub fn words_mut(&mut self) -> &mut [u64] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: as for `words`; `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast(), self.len / 8) }
+    }
 }
 
 impl Drop for AnonRegion {

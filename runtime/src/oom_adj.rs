@@ -3,7 +3,8 @@
 //! - the foreground app: 0;
 //! - the previous app (the most recent other app, if it is still alive):
 //!   700, or its class's adj if lower;
-//! - otherwise by `adj_class`: perceptible 200 (the spec's
+//! - otherwise by `adj_class`: persistent -800 (system processes, which
+//!   lmkd never kills), perceptible 200 (the spec's
 //!   `perceptible_adj`), service 500, cached 900, 910, 920, ... (at most
 //!   999) from the most to the least recently used cached app.
 //!
@@ -15,6 +16,7 @@ use crate::spec::AdjClass;
 pub const FOREGROUND_APP_ADJ: i32 = 0;
 pub const PREVIOUS_APP_ADJ: i32 = 700;
 pub const SERVICE_ADJ: i32 = 500;
+pub const PERSISTENT_PROC_ADJ: i32 = -800;
 pub const CACHED_APP_MIN_ADJ: i32 = 900;
 pub const CACHED_APP_MAX_ADJ: i32 = 999;
 const CACHED_APP_STEP: i32 = 10;
@@ -46,6 +48,7 @@ pub fn oom_adjs(
             let class_adj = match r.class {
                 AdjClass::Perceptible => Some(perceptible_adj),
                 AdjClass::Service => Some(SERVICE_ADJ),
+                AdjClass::Persistent => Some(PERSISTENT_PROC_ADJ),
                 AdjClass::Cached => None,
             };
             let adj = if Some(r.app) == current {
@@ -101,6 +104,13 @@ mod tests {
         // A perceptible app as the previous app keeps the lower 200.
         assert_eq!(oom_adjs(&recency, None, 200)[0], (0, 700));
         assert_eq!(oom_adjs(&recency, None, 200)[1], (1, 200));
+    }
+
+    #[test]
+    fn persistent_processes_stay_below_zero_even_as_previous_app() {
+        let recency = [r(0, Persistent, true), r(1, Cached, true)];
+        assert_eq!(oom_adjs(&recency, Some(1), 200), vec![(0, -800), (1, 0)]);
+        assert_eq!(oom_adjs(&recency, None, 200), vec![(0, -800), (1, 900)]);
     }
 
     #[test]

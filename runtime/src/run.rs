@@ -137,7 +137,7 @@ impl<'a> Workload<'a> {
         let mut manager = ActivityManager::new(activity_manager::Resources {
             spec,
             app_command,
-            apps_cgroup: self.phone.cgroups.apps_dir(),
+            apps_cgroup: self.phone.cgroups.group_dir(),
             registry: self.registry.clone(),
             events: self.events.clone(),
             control: self.control.clone(),

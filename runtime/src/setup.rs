@@ -12,7 +12,7 @@ use crate::cgroup::Cgroups;
 use crate::pattern::{self, PAGE_SIZE};
 use crate::proc_files::{self, MemInfo};
 use crate::psi;
-use crate::spec::{Knob, Spec};
+use crate::spec::{Knob, Memory, Spec, Swap};
 use crate::sys;
 use anyhow::{bail, ensure, Context, Result};
 use std::collections::BTreeMap;
@@ -42,11 +42,7 @@ pub struct Phone {
 }
 
 pub fn prepare(spec: &Spec) -> Result<Phone> {
-    // SAFETY: geteuid has no preconditions.
-    ensure!(
-        unsafe { libc::geteuid() } == 0,
-        "`pmr-guest run` must run as root inside the guest"
-    );
+    require_root("pmr-guest run")?;
     ensure!(
         Path::new(psi::PSI_MEMORY).exists(),
         "{} is missing: boot a kernel with CONFIG_PSI=y and without psi=0",
@@ -56,39 +52,16 @@ pub fn prepare(spec: &Spec) -> Result<Phone> {
     let data_dev = require_disk("data", &spec.data_disk.serial)?;
     check_memory(read_meminfo()?.mem_available, spec)?;
     check_data_disk_size(&data_dev, spec)?;
-    let active_swaps = fs::read_to_string("/proc/swaps")?
-        .lines()
-        .count()
-        .saturating_sub(1);
-    ensure!(active_swaps == 0, "swap is already active ({active_swaps} devices in /proc/swaps): boot the guest without swap");
-    fs::create_dir_all(&spec.out_dir).with_context(|| {
-        format!(
-            "cannot create out_dir {}: share it read-write",
-            spec.out_dir.display()
-        )
-    })?;
+    require_no_swap()?;
+    create_out_dir(&spec.out_dir)?;
 
     let names: Vec<&str> = spec.apps.iter().map(|a| a.name.as_str()).collect();
-    let cgroups = Cgroups::setup(&names)?;
+    let cgroups = Cgroups::setup("apps", &names)?;
     cgroups.join_system()?;
     // The kernel's OOM killer must pick apps, never the runtime.
-    write("/proc/self/oom_score_adj", "-1000")?;
-
-    let m = &spec.memory;
-    write(
-        "/proc/sys/vm/watermark_scale_factor",
-        &m.watermark_scale_factor.to_string(),
-    )?;
-    write(
-        "/proc/sys/vm/min_free_kbytes",
-        &m.min_free_kbytes.to_string(),
-    )?;
-    write("/proc/sys/vm/swappiness", &m.swappiness.to_string())?;
-
-    setup_disk_swap(&swap_dev)?;
-    if spec.swap.zram_mb > 0.0 {
-        setup_zram(spec.swap.zram_mb)?;
-    }
+    protect_from_oom_killer()?;
+    apply_memory(&spec.memory)?;
+    setup_swap(&swap_dev, &spec.swap)?;
     setup_data_disk(&data_dev, spec)?;
     let knobs = apply_knobs(&spec.scheme.knobs)?;
     // SAFETY: sync has no preconditions.
@@ -97,9 +70,7 @@ pub fn prepare(spec: &Spec) -> Result<Phone> {
 
     let mem = read_meminfo()?;
     Ok(Phone {
-        kernel: fs::read_to_string("/proc/sys/kernel/osrelease")?
-            .trim()
-            .to_string(),
+        kernel: kernel_release()?,
         knobs,
         swap_dev_number: dev_numbers(&swap_dev)?,
         swap_dev,
@@ -109,7 +80,69 @@ pub fn prepare(spec: &Spec) -> Result<Phone> {
     })
 }
 
-fn read_meminfo() -> Result<MemInfo> {
+/// The steps of `prepare` that other guest commands (`reliability`) share.
+pub fn require_root(command: &str) -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    ensure!(
+        unsafe { libc::geteuid() } == 0,
+        "`{command}` must run as root inside the guest"
+    );
+    Ok(())
+}
+
+pub fn require_no_swap() -> Result<()> {
+    let active_swaps = fs::read_to_string("/proc/swaps")?
+        .lines()
+        .count()
+        .saturating_sub(1);
+    ensure!(active_swaps == 0, "swap is already active ({active_swaps} devices in /proc/swaps): boot the guest without swap");
+    Ok(())
+}
+
+pub fn create_out_dir(out_dir: &Path) -> Result<()> {
+    fs::create_dir_all(out_dir).with_context(|| {
+        format!(
+            "cannot create out_dir {}: share it read-write",
+            out_dir.display()
+        )
+    })
+}
+
+/// oom_score_adj -1000 for the calling process: the OOM killer must pick
+/// the workload, never the runtime.
+pub fn protect_from_oom_killer() -> Result<()> {
+    write("/proc/self/oom_score_adj", "-1000")
+}
+
+/// The spec's watermark and swappiness sysctls.
+pub fn apply_memory(m: &Memory) -> Result<()> {
+    write(
+        "/proc/sys/vm/watermark_scale_factor",
+        &m.watermark_scale_factor.to_string(),
+    )?;
+    write(
+        "/proc/sys/vm/min_free_kbytes",
+        &m.min_free_kbytes.to_string(),
+    )?;
+    write("/proc/sys/vm/swappiness", &m.swappiness.to_string())
+}
+
+/// mkswap and swapon the swap disk, then the optional zram device.
+pub fn setup_swap(swap_dev: &str, swap: &Swap) -> Result<()> {
+    setup_disk_swap(swap_dev)?;
+    if swap.zram_mb > 0.0 {
+        setup_zram(swap.zram_mb)?;
+    }
+    Ok(())
+}
+
+pub fn kernel_release() -> Result<String> {
+    Ok(fs::read_to_string("/proc/sys/kernel/osrelease")?
+        .trim()
+        .to_string())
+}
+
+pub fn read_meminfo() -> Result<MemInfo> {
     proc_files::parse_meminfo(&fs::read_to_string("/proc/meminfo")?)
 }
 
@@ -130,7 +163,7 @@ pub fn find_disk(sys_block: &Path, serial: &str) -> Result<Option<String>> {
     }))
 }
 
-fn require_disk(role: &str, serial: &str) -> Result<String> {
+pub fn require_disk(role: &str, serial: &str) -> Result<String> {
     find_disk(Path::new(SYS_BLOCK), serial)?.with_context(|| {
         format!("no {role} disk: no /sys/block/vd*/serial is {serial:?}; attach a virtio-blk disk with serial={serial}")
     })
@@ -145,7 +178,7 @@ pub fn parse_dev_numbers(text: &str) -> Result<(u32, u32)> {
     Ok((major.parse()?, minor.parse()?))
 }
 
-fn dev_numbers(dev: &str) -> Result<(u32, u32)> {
+pub fn dev_numbers(dev: &str) -> Result<(u32, u32)> {
     parse_dev_numbers(&fs::read_to_string(
         Path::new(SYS_BLOCK).join(dev).join("dev"),
     )?)
@@ -276,7 +309,7 @@ pub fn write_app_files(data_dir: &Path, spec: &Spec) -> Result<()> {
 }
 
 /// Write each knob in order and record what reading it back gives.
-fn apply_knobs(knobs: &[Knob]) -> Result<BTreeMap<String, String>> {
+pub fn apply_knobs(knobs: &[Knob]) -> Result<BTreeMap<String, String>> {
     knobs
         .iter()
         .map(|k| {

@@ -187,6 +187,8 @@ pub enum AdjClass {
     Cached,
     Perceptible,
     Service,
+    /// System processes (system_server, SystemUI, ...): never killed.
+    Persistent,
 }
 
 impl Spec {

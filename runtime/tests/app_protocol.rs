@@ -34,7 +34,7 @@ fn spawn(s: &Scratch, app: &str, index: u32) -> AppProcess {
         spec: s.spec_path.clone(),
         data_dir: s.data_dir.clone(),
     };
-    command.spawn(app, index, &procs).unwrap()
+    command.spawn(app, index, &s.dir).unwrap()
 }
 
 #[test]

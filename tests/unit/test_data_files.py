@@ -99,6 +99,8 @@ def test_scenario_validation(tmp_path):
         _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = -5\n')
     with pytest.raises(UserError, match="at least one"):
         _scenario(tmp_path, BASE)
+    with pytest.raises(UserError, match="only \\[\\[system\\]\\] apps"):
+        _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 1\nadj_class = "persistent"\n')
     with pytest.raises(UserError, match="launch_fraction"):
         _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 1\nlaunch_fraction = 2\n')
 
@@ -135,8 +137,11 @@ def test_spec_scales_sizes_and_lists_every_app(tmp_path):
                    scheme=sch, work_iters_per_ms=1000.0)
     chrome = next(a for a in s["apps"] if a["name"] == "chrome")
     assert chrome["anon_mb"] == round(900 * prof.scale)
-    assert len(s["apps"]) == 36
+    assert len(s["apps"]) == 36 + len(scen.system)
     assert s["scenario"]["foreground"][0] == "chrome"
+    # System processes start before the apps and are never killed.
+    assert s["scenario"]["background"][0] == "system_server"
+    assert next(a for a in s["apps"] if a["name"] == "system_server")["adj_class"] == "persistent"
     assert s["scheme"]["knobs"] == [{"path": "/sys/kernel/mm/lru_gen/enabled", "value": "n"}]
     # The paper's workload overcommits the guest, as it does the phone.
     assert spec.footprint_mb(s) > prof.guest_ram_mb

@@ -1,0 +1,77 @@
+"""What every command that boots the guest for a workload shares: the host
+checks, the kernel, the accelerator, the time dilation and the QEMU limits it
+implies, the swap disk throttled like the profile's flash, and pmr-guest's
+setup errors (exit status 2) turned into one line for the user.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import dilation as dilation_mod
+from . import guest, kernel, paths, spec
+from .errors import UserError
+from .profiles import Profile
+
+# Guest-side exit status of pmr-guest for a setup error (bad spec, too little
+# memory): the user's input is wrong, not the kernel.
+GUEST_SETUP_ERROR = 2
+# Time for the guest to boot and shut down, on top of the workload's deadline.
+BOOT_SLACK_S = 120
+
+
+def check_host_memory(ram_mb: int) -> None:
+    avail_kb = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            avail_kb = int(line.split()[1])
+    if avail_kb and avail_kb // 1024 < ram_mb + 512:
+        raise UserError(f"the host has {avail_kb // 1024} MB available, the guest needs "
+                        f"{ram_mb} MB: close other programs or pick a smaller profile")
+
+
+def check_host(profile: Profile) -> None:
+    """QEMU, vng, the runtime binary and enough host memory for the guest."""
+    guest.check_host_tools()
+    if not paths.RUNTIME_BIN.exists():
+        raise UserError(f"{paths.RUNTIME_BIN} is not built: run `make setup`")
+    check_host_memory(profile.guest_ram_mb)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The kernel and the QEMU settings every guest of a command boots with."""
+    image: kernel.KernelImage
+    accel: str
+    dilation: dilation_mod.Dilation
+    limits: dict  # QEMU throttling of the swap disk (profile.qemu_limits)
+
+
+def prepare(profile: Profile, flavour: str, work_dir: Path,
+            progress: Callable[[str], None]) -> Machine:
+    """Build (or reuse) the kernel, pick the accelerator, measure the dilation."""
+    progress(f"kernel ({flavour})")
+    image = kernel.build(flavour)
+    accel = guest.detect_accel(image.bzimage)
+    progress(f"time dilation ({accel})")
+    dil = dilation_mod.measure(image.bzimage, image.version, accel, cpus=profile.cpus,
+                               work_dir=work_dir)
+    return Machine(image, accel, dil, profile.qemu_limits(dil.factor))
+
+
+def swap_disk(profile: Profile, limits: dict, disk_dir: Path,
+              size_mb: int | None = None) -> guest.Disk:
+    """The swap disk, throttled like the profile's flash; the profile's swap
+    size unless `size_mb` says otherwise."""
+    return guest.Disk(disk_dir / "swap.img", spec.SWAP_SERIAL, size_mb or profile.guest_swap_mb, {
+        "bps_write": limits["swap_bps_write"], "iops_write": limits["swap_iops_write"],
+        "bps_read": limits["swap_bps_read"], "iops_read": limits["swap_iops_read"]})
+
+
+def setup_error(console: str, where: str) -> UserError:
+    """The guest's `pmr-guest: error: ...` line as a UserError."""
+    line = next((ln for ln in console.splitlines() if "pmr-guest: error:" in ln),
+                "pmr-guest: error: (no message)")
+    return UserError(line.split("pmr-guest: error: ", 1)[1] + f" [{where}]")

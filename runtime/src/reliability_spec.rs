@@ -1,0 +1,141 @@
+//! The spec of `pmr-guest reliability` (spec.json in its output
+//! directory): everything the host tells the guest for one reliability run.
+//! Memory sizes are ratios of the guest's MemTotal, so the host need not
+//! know what the kernel keeps for itself. Parsing is strict, as for `run`.
+
+use crate::spec::{Memory, Scheme, Swap};
+use crate::toggle_plan::Toggle;
+use anyhow::{bail, ensure, Context, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReliabilitySpec {
+    pub out_dir: PathBuf,
+    /// Time for the load phase; the final checks come on top.
+    pub deadline_s: f64,
+    pub scheme: Scheme,
+    pub memory: Memory,
+    pub swap: Swap,
+    /// The load phase ends when pswpout reaches this many times MemTotal.
+    pub swap_factor: f64,
+    pub checker: CheckerSpec,
+    pub stress_ng: StressSpec,
+    pub toggle: Option<Toggle>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckerSpec {
+    /// Checker processes, each in its own cgroup; one is killed mid-run
+    /// and replaced.
+    pub processes: u32,
+    /// Their anonymous memory together, as a share of MemTotal.
+    pub ram_ratio: f64,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StressSpec {
+    pub path: PathBuf,
+    /// `--vm` workers.
+    pub workers: u32,
+    /// `--vm-bytes` (all workers together), as a share of MemTotal.
+    pub ram_ratio: f64,
+}
+
+impl ReliabilitySpec {
+    pub fn load(path: &Path) -> Result<ReliabilitySpec> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("bad spec {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<ReliabilitySpec> {
+        let spec: ReliabilitySpec = serde_json::from_str(text)?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    fn validate(&self) -> Result<()> {
+        ensure!(self.deadline_s > 0.0, "deadline_s must be > 0");
+        ensure!(self.swap_factor > 0.0, "swap_factor must be > 0");
+        if let Some(p) = self.scheme.policies.first() {
+            bail!("unknown scheme policy {p:?}: the guest runtime has no policies yet");
+        }
+        for knob in &self.scheme.knobs {
+            ensure!(
+                knob.path.is_absolute(),
+                "knob path {} is not absolute",
+                knob.path.display()
+            );
+        }
+        ensure!(
+            self.memory.swappiness <= 200,
+            "memory.swappiness must be 0..=200"
+        );
+        ensure!(!self.swap.serial.is_empty(), "swap.serial is empty");
+        ensure!(
+            self.checker.processes >= 2,
+            "checker.processes must be at least 2 (one is killed mid-run)"
+        );
+        for (name, ratio) in [
+            ("checker.ram_ratio", self.checker.ram_ratio),
+            ("stress_ng.ram_ratio", self.stress_ng.ram_ratio),
+        ] {
+            ensure!(ratio > 0.0 && ratio <= 8.0, "{name} must be in (0, 8]");
+        }
+        ensure!(
+            self.stress_ng.workers >= 1,
+            "stress_ng.workers must be >= 1"
+        );
+        if let Some(t) = &self.toggle {
+            t.validate()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r#"{
+        "out_dir": "/tmp/rel",
+        "deadline_s": 3600,
+        "scheme": {"name": "original", "policies": [],
+                   "knobs": [{"path": "/sys/kernel/mm/lru_gen/enabled", "value": "n"}]},
+        "memory": {"watermark_scale_factor": 130, "min_free_kbytes": 4740, "swappiness": 100},
+        "swap": {"serial": "pmrswap", "zram_mb": 0},
+        "swap_factor": 4,
+        "checker": {"processes": 4, "ram_ratio": 1.5, "seed": 1},
+        "stress_ng": {"path": "/usr/bin/stress-ng", "workers": 2, "ram_ratio": 0.7},
+        "toggle": {"path": "/sys/kernel/mm/lru_gen/enabled", "values": ["n", "y"], "count": 20}
+    }"#;
+
+    #[test]
+    fn parses_the_documented_example() {
+        let spec = ReliabilitySpec::parse(SPEC).unwrap();
+        assert_eq!(spec.checker.processes, 4);
+        let toggle = spec.toggle.unwrap();
+        assert_eq!((toggle.count, toggle.refused.len()), (20, 0));
+    }
+
+    #[test]
+    fn refuses_what_cannot_run() {
+        let one_checker = SPEC.replace(r#""processes": 4"#, r#""processes": 1"#);
+        let err = format!("{:#}", ReliabilitySpec::parse(&one_checker).unwrap_err());
+        assert!(err.contains("at least 2"), "{err}");
+        let typo = SPEC.replace("swap_factor", "swap_fcator");
+        assert!(ReliabilitySpec::parse(&typo).is_err());
+        let bad_toggle = SPEC.replace(r#"["n", "y"]"#, r#"["n"]"#);
+        assert!(ReliabilitySpec::parse(&bad_toggle).is_err());
+        let no_toggle = SPEC.replace(
+            r#""toggle": {"path": "/sys/kernel/mm/lru_gen/enabled", "values": ["n", "y"], "count": 20}"#,
+            r#""toggle": null"#,
+        );
+        assert!(ReliabilitySpec::parse(&no_toggle).unwrap().toggle.is_none());
+    }
+}
