@@ -22,6 +22,9 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   (`kswapd0` + `kswapd1` -> `kswapd`, `pmr_unmap/0` -> `pmr_unmap`).
 - `swap_write_kb`: the swap device's write-request size histogram in KiB and
   its request-weighted mean.
+- `pmr`: on a kernel with the PMR series, the deltas of its /proc/vmstat
+  event counters (`PMR_EVENTS`) and the victim list size (`nr_victim`, MB)
+  over the run: mean, min, max, last. None on a kernel without PMR.
 
 A run whose run.json is missing or not `"status": "ok"` is never a result:
 `load_run` raises `RunError`. Missing optional files (threads_cpu.json,
@@ -48,6 +51,8 @@ WINDOW_MS = 1000
 VMSTAT_DELTAS = ("pgmajfault", "pswpout", "pswpin", "pgscan_kswapd", "pgscan_direct",
                  "pgsteal_kswapd", "pgsteal_direct")
 OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json")
+PMR_EVENTS = ("kshrinkd_wake", "pgscan_kshrinkd", "pmr_victim_added", "pmr_victim_reclaimed",
+              "pmr_victim_putback")
 
 
 class RunError(UserError):
@@ -79,6 +84,7 @@ class RunMetrics:
     reclaim_cpu_s: dict[str, float] | None
     swap_write_kb: dict | None
     workload_s: float
+    pmr: dict | None = None
     missing: list[str] = field(default_factory=list)
 
     @property
@@ -120,6 +126,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         reclaim_cpu_s=None if threads is None else thread_families(threads),
         swap_write_kb=None if hist is None else swap_write_sizes(hist["bytes"]),
         workload_s=float(run["workload_s"]),
+        pmr=pmr_figures(run_dir / "vmstat.csv"),
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
     )
 
@@ -190,6 +197,18 @@ def vmstat_deltas(path: Path) -> dict[str, int]:
     deltas = {k: int(last[k]) - int(first[k]) for k in VMSTAT_DELTAS}
     deltas["allocstall"] = sum(int(last[k]) - int(first[k]) for k in allocstall_keys)
     return deltas
+
+
+def pmr_figures(path: Path) -> dict | None:
+    """PMR's counters over the run, or None if the kernel has no PMR."""
+    header, rows = _read_csv(path)
+    if "nr_victim" not in header:
+        return None
+    col = {k: header.index(k) for k in header}
+    events = {k: int(rows[-1][col[k]]) - int(rows[0][col[k]]) for k in PMR_EVENTS if k in col}
+    victim_mb = np.asarray([int(r[col["nr_victim"]]) for r in rows], dtype=float) * PAGE_BYTES / MB
+    return {**events, "nr_victim_mb": {"mean": float(victim_mb.mean()), "min": float(victim_mb.min()),
+                                       "max": float(victim_mb.max()), "last": float(victim_mb[-1])}}
 
 
 def reclaim_throughput(path: Path, swap_dev: str) -> tuple[list[float], list[float]]:

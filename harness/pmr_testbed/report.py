@@ -286,6 +286,23 @@ def cpu_table(schemes: dict[str, dict]) -> list[str]:
     return _table(["scheme", *(f"{t} s" for t in threads)], rows) if threads else []
 
 
+PMR_COLUMNS = [("pmr.kshrinkd_wake", "kshrinkd wake-ups"), ("pmr.pgscan_kshrinkd", "pages scanned"),
+               ("pmr.pmr_victim_added", "victims added"),
+               ("pmr.pmr_victim_reclaimed", "victims reclaimed"),
+               ("pmr.pmr_victim_putback", "victims put back"),
+               ("pmr.nr_victim_mb.mean", "victim list mean MB"),
+               ("pmr.nr_victim_mb.min", "min MB"), ("pmr.nr_victim_mb.max", "max MB"),
+               ("pmr.nr_victim_mb.last", "at end MB")]
+
+
+def pmr_table(schemes: dict[str, dict]) -> list[str]:
+    """PMR's counters, for the schemes run on a kernel that has them."""
+    rows = [[name, *(_cell(get_path(e, key), e.get("spread", {}).get(key))
+                     for key, _ in PMR_COLUMNS)]
+            for name, e in schemes.items() if e.get("pmr")]
+    return _table(["scheme", *(title for _, title in PMR_COLUMNS)], rows) if rows else []
+
+
 def ratio_table(ratios: dict[str, dict]) -> list[str]:
     rows = [[name, *(_cell(r[f], r["spread"].get(f)) for f in RATIO_FIGURES)]
             for name, r in ratios.items()]
@@ -334,6 +351,10 @@ def render_markdown(s: dict) -> str:
               *headline_table(s["schemes"]), ""]
     if cpu := cpu_table(s["schemes"]):
         lines += ["Reclaim CPU seconds by thread family:", "", *cpu, ""]
+    if pmr := pmr_table(s["schemes"]):
+        lines += ["PMR's victim list (pages counted by /proc/vmstat over the run; the list "
+                  "size sampled every 100 ms; every scheme on a PMR kernel has the counters, "
+                  "they stay 0 where vm.pmr_mode is 0):", "", *pmr, ""]
     lines += ["## Versus original", ""]
     if s["ratios"]:
         lines += [f"Each scheme's median divided by `{BASELINE}`'s median (0.56 = 44% lower); "

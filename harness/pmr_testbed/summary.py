@@ -86,6 +86,11 @@ def run_figures(m: RunMetrics) -> dict[FigPath, float | None]:
     fig |= {("reclaim_cpu_s", t): s for t, s in (m.reclaim_cpu_s or {}).items()}
     fig[("swap_write_kb", "mean")] = m.swap_write_kb["mean"] if m.swap_write_kb else None
     fig |= {("response_by_app", app): v for app, v in m.response_by_app.items()}
+    for key, value in (m.pmr or {}).items():
+        if isinstance(value, dict):
+            fig |= {("pmr", key, k): v for k, v in value.items()}
+        else:
+            fig[("pmr", key)] = value
     return fig
 
 

@@ -113,3 +113,17 @@ def test_missing_run_json_is_an_error(tmp_path):
 def test_missing_required_file_is_an_error(tmp_path):
     with pytest.raises(RunError, match="vmstat.csv is missing"):
         load_run(write_run(tmp_path / "r", omit=("vmstat.csv",)))
+
+
+def test_pmr_figures_only_on_a_pmr_kernel(tmp_path):
+    from pmr_testbed.metrics import pmr_figures
+    plain = tmp_path / "plain.csv"
+    plain.write_text("t_ms,pswpout\n0,1\n100,2\n")
+    assert pmr_figures(plain) is None
+    pmr = tmp_path / "pmr.csv"
+    pmr.write_text("t_ms,nr_victim,pmr_victim_added,pmr_victim_reclaimed,kshrinkd_wake\n"
+                   "0,256,1000,0,1\n100,512,1500,200,3\n200,0,1500,700,4\n")
+    fig = pmr_figures(pmr)
+    assert fig["pmr_victim_added"] == 500 and fig["pmr_victim_reclaimed"] == 700
+    assert fig["kshrinkd_wake"] == 3 and "pmr_victim_putback" not in fig
+    assert fig["nr_victim_mb"] == {"mean": 1.0, "min": 0.0, "max": 2.0, "last": 0.0}
