@@ -11,7 +11,7 @@ REPS ?= 3
 SCHEMES ?= original,mglru
 OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: setup main test unit-test integration-test kernel debug-kernel smoke
+.PHONY: setup main test unit-test integration-test kernel debug-kernel smoke reliability
 
 setup:
 	./scripts/setup.sh
@@ -36,3 +36,9 @@ debug-kernel: setup
 
 smoke: setup
 	$(PMRTB) run --scenario smoke --profile pixel5 --schemes $(SCHEMES) --reps 1
+
+# Data integrity and kernel reliability under heavy swapping (README,
+# "Reliability"); extra options in RELIABILITY_ARGS, e.g.
+# RELIABILITY_ARGS="--toggle /sys/kernel/mm/lru_gen/enabled=n,y --toggles 20"
+reliability: setup
+	$(PMRTB) reliability --profile pixel5 --scheme original $(RELIABILITY_ARGS)

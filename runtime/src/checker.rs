@@ -10,6 +10,7 @@
 //!
 //! ```text
 //! filled            every page holds pass 0
+//! at <pages>        the current sweep has done this many pages (every 4096)
 //! pass <k>          sweep k verified every page and rewrote it as pass k
 //! verified <pages>  after `stop`: every page verified once more, nothing written
 //! mismatch <text>   a page is not what was written; the process then exits 1
@@ -29,10 +30,13 @@ use std::time::Duration;
 
 /// Pages between two looks at stdin during a sweep.
 const STDIN_CHECK_PAGES: usize = 256;
+/// Pages between two `at` reports.
+const AT_REPORT_PAGES: usize = 4096;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Report {
     Filled,
+    At(u64),
     Pass(u32),
     Verified(u64),
     Mismatch(String),
@@ -42,6 +46,7 @@ impl Report {
     pub fn line(&self) -> String {
         match self {
             Report::Filled => "filled".into(),
+            Report::At(n) => format!("at {n}"),
             Report::Pass(k) => format!("pass {k}"),
             Report::Verified(n) => format!("verified {n}"),
             Report::Mismatch(text) => format!("mismatch {}", text.replace('\n', " ")),
@@ -53,6 +58,7 @@ impl Report {
         let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
         Ok(match word {
             "filled" if rest.is_empty() => Report::Filled,
+            "at" => Report::At(rest.parse().with_context(|| format!("bad line {line:?}"))?),
             "pass" => Report::Pass(rest.parse().with_context(|| format!("bad line {line:?}"))?),
             "verified" => {
                 Report::Verified(rest.parse().with_context(|| format!("bad line {line:?}"))?)
@@ -129,6 +135,9 @@ pub fn main(label: &str, seed: u64, pages: usize) -> Result<()> {
             if step % STDIN_CHECK_PAGES == 0 && rt.stop_requested()? {
                 break 'sweeps;
             }
+            if step % AT_REPORT_PAGES == 0 && step > 0 {
+                rt.report(&Report::At(step as u64))?;
+            }
             let index = if sweep % 2 == 1 {
                 step
             } else {
@@ -175,6 +184,7 @@ mod tests {
     fn report_lines_round_trip() {
         for r in [
             Report::Filled,
+            Report::At(4096),
             Report::Pass(7),
             Report::Verified(125_000),
             Report::Mismatch("checker 2: page 5 pass 3: word 0 ...".into()),

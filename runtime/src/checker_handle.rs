@@ -26,6 +26,8 @@ pub struct Checker {
     pub filled: bool,
     /// Completed sweeps.
     pub sweeps: u32,
+    /// Pages done in the current sweep.
+    pub sweep_pages: u64,
     /// Pages checked by the final verification, once done.
     pub verified: Option<u64>,
     pub mismatch: Option<String>,
@@ -66,6 +68,7 @@ impl Checker {
             stdout_closed: false,
             filled: false,
             sweeps: 0,
+            sweep_pages: 0,
             verified: None,
             mismatch: None,
             exit: None,
@@ -78,6 +81,11 @@ impl Checker {
 
     pub fn bytes(&self) -> u64 {
         (self.pages * crate::pattern::PAGE_SIZE) as u64
+    }
+
+    /// Sweeps done, with the current one's share: 2.5 is half way through the third.
+    pub fn sweep_progress(&self) -> f64 {
+        f64::from(self.sweeps) + self.sweep_pages as f64 / self.pages as f64
     }
 
     /// Page verifications done so far (every sweep checks every page).
@@ -116,7 +124,11 @@ impl Checker {
             let line: Vec<u8> = self.pending.drain(..=end).collect();
             match Report::parse(&String::from_utf8_lossy(&line))? {
                 Report::Filled => self.filled = true,
-                Report::Pass(k) => self.sweeps = k,
+                Report::At(n) => self.sweep_pages = n,
+                Report::Pass(k) => {
+                    self.sweeps = k;
+                    self.sweep_pages = 0;
+                }
                 Report::Verified(n) => self.verified = Some(n),
                 Report::Mismatch(text) => {
                     self.mismatch.get_or_insert(text);

@@ -8,7 +8,7 @@
 //! process; apps (app.rs) are separate processes driven over a line
 //! protocol (protocol.rs).
 //!
-//! `reliability` (reliability.rs) shares the setup and runs a data
+//! `reliability` (reliability.rs, reliability_checks.rs) shares the setup and runs a data
 //! integrity and kernel reliability check under heavy swapping: checker
 //! processes (checker.rs) verifying self-checking pages, stress-ng, a knob
 //! toggled under load, a memcg killed mid-run, accounting checks at the end.
@@ -38,6 +38,7 @@ pub mod proc_registry;
 pub mod protocol;
 pub mod psi;
 pub mod reliability;
+pub mod reliability_checks;
 pub mod reliability_report;
 pub mod reliability_spec;
 pub mod run;

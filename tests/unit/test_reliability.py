@@ -1,0 +1,138 @@
+"""`pmrtb reliability` without a guest: argument checks, the guest spec, and
+reliability.json -> table rows and exit status."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pmr_testbed import profiles, reliability, reliability_checks, schemes
+from pmr_testbed.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pmrtb(*args):
+    return subprocess.run([sys.executable, "-m", "pmr_testbed.cli", *args], cwd=ROOT,
+                          capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT / "harness"), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--toggle", "/proc/sys/vm/pmr_mode"], "--toggle must be PATH=V1,V2,..."),
+    (["--toggle", "=0,1"], "--toggle must be PATH=V1,V2,..."),
+    (["--toggle", "/proc/sys/vm/pmr_mode=0"], "needs at least two non-empty values"),
+    (["--toggle", "/proc/sys/vm/pmr_mode=0,,1"], "needs at least two non-empty values"),
+    (["--toggle", "/etc/passwd=0,1"], "must be under /proc/sys or /sys"),
+    (["--toggle", "/sys/../etc/x=0,1"], "must be under /proc/sys or /sys"),
+    (["--toggle", "/proc/sys/vm/pmr_mode=0,1", "--toggles", "0"], "--toggles must be at least 1"),
+    (["--toggle", "/proc/sys/vm/pmr_mode=0,1", "--toggle-refused", "7"], "is not one of"),
+    (["--toggle", "/proc/sys/vm/pmr_mode=0,1", "--toggle-refused", "0"], "written back"),
+    (["--toggle-refused", "7"], "--toggle-refused needs --toggle"),
+    (["--swap-factor", "0"], "--swap-factor must be in (0, 50]"),
+    (["--swap-factor", "-2"], "--swap-factor must be in (0, 50]"),
+    (["--flavour", "fast"], "unknown kernel flavour 'fast'"),
+])
+def test_bad_arguments_one_line_exit_2(tmp_path, args, message):
+    out = tmp_path / "out"
+    res = pmrtb("reliability", "--profile", "pixel5", "--scheme", "original", *args,
+                "--out", str(out))
+    assert res.returncode == 2, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("pmrtb: error: ") and message in lines[0], lines
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--profile", "iphone", "--scheme", "original"], "unknown profile 'iphone'"),
+    (["--profile", "pixel5", "--scheme", "zzz"], "unknown scheme 'zzz'"),
+    (["--profile", "pixel5", "--scheme", "original,mglru"], "takes one scheme"),
+])
+def test_bad_profile_or_scheme_is_named(tmp_path, args, message):
+    res = pmrtb("reliability", *args, "--out", str(tmp_path / "out"))
+    assert res.returncode == 2 and message in res.stderr, res.stderr
+
+
+def test_toggle_becomes_the_spec_toggle():
+    t = reliability.parse_toggle("/proc/sys/vm/pmr_mode = 0, 1,2", 30, "2")
+    assert t == {"path": "/proc/sys/vm/pmr_mode", "values": ["0", "1", "2"], "refused": ["2"],
+                 "count": 30}
+    with pytest.raises(UserError):
+        reliability.parse_toggle("/proc/sys/vm/pmr_mode=0,1", 5, "1,9")
+
+
+def test_guest_spec_has_the_documented_fields_and_a_swap_disk_that_fits(tmp_path):
+    profile = profiles.load("pixel5")
+    req = reliability.ReliabilityRequest("pixel5", "original", tmp_path / "o",
+                                         toggle="/sys/kernel/mm/lru_gen/enabled=n,y", toggles=20)
+    toggle = reliability.parse_toggle(req.toggle, req.toggles, None)
+    p = reliability.Plan(req, profile, schemes.resolve("original", profile), toggle)
+    spec = reliability.build_spec(p, tmp_path / "o")
+    assert set(spec) == {"out_dir", "deadline_s", "scheme", "memory", "swap", "swap_factor",
+                         "checker", "stress_ng", "toggle"}
+    assert spec["toggle"]["count"] == 20 and spec["toggle"]["values"] == ["n", "y"]
+    assert spec["checker"]["processes"] >= 2
+    assert spec["scheme"]["knobs"] == [{"path": "/sys/kernel/mm/lru_gen/enabled", "value": "n"}]
+    assert set(spec["memory"]) == {"watermark_scale_factor", "min_free_kbytes", "swappiness"}
+    # The workload (checker + stress-ng) beyond RAM must fit in swap.
+    workload = (reliability.CHECKER_RAM_RATIO + reliability.STRESS_RAM_RATIO) * profile.guest_ram_mb
+    assert p.swap_mb > workload - profile.guest_ram_mb and p.swap_mb > profile.guest_swap_mb
+
+
+def _result(*statuses, error=None):
+    checks = [{"name": f"c{i}", "status": s, "detail": f"detail {i}", "figures": {}}
+              for i, s in enumerate(statuses)]
+    failed = error or "fail" in statuses
+    return {"status": "failed" if failed else "ok", "error": error, "scheme": "original",
+            "kernel": "6.1.192+", "duration_s": 12.5, "figures": {}, "checks": checks}
+
+
+def test_exit_status_is_0_only_when_nothing_failed():
+    assert reliability_checks.exit_status(_result("pass", "skipped")) == 0
+    assert reliability_checks.exit_status(_result("pass", "fail")) == 1
+    assert reliability_checks.exit_status(_result("pass", error="the runtime panicked")) == 1
+    inconsistent = dict(_result("pass"), status="failed")
+    assert reliability_checks.exit_status(inconsistent) == 1
+
+
+def test_a_kernel_splat_fails_an_otherwise_clean_run():
+    clean = reliability_checks.with_kernel_log(_result("pass", "skipped"), [])
+    assert clean["checks"][-1]["name"] == "kernel_log" and clean["checks"][-1]["status"] == "pass"
+    assert reliability_checks.exit_status(clean) == 0
+    splat = "[  52.1] WARNING: CPU: 1 PID: 7 at mm/vmscan.c:123 shrink_folio_list+0x1/0x2"
+    dirty = reliability_checks.with_kernel_log(_result("pass"), [splat, "BUG: x"])
+    assert dirty["status"] == "failed" and reliability_checks.exit_status(dirty) == 1
+    assert "2 kernel report(s)" in dirty["checks"][-1]["detail"] and splat in dirty["checks"][-1]["detail"]
+    again = reliability_checks.with_kernel_log(dirty, [])
+    assert [c["name"] for c in again["checks"]].count("kernel_log") == 1
+
+
+def test_rows_and_summary():
+    result = _result("pass", "fail", "skipped", error="cannot read /proc/vmstat")
+    rows = reliability_checks.rows(result)
+    assert rows[:3] == [("c0", "pass", "detail 0"), ("c1", "fail", "detail 1"),
+                        ("c2", "skipped", "detail 2")]
+    assert rows[3] == ("runtime", "fail", "cannot read /proc/vmstat")
+    assert reliability_checks.summary(result) == "FAILED: 1 passed, 1 failed, 1 skipped"
+    assert reliability_checks.summary(_result("pass")).startswith("PASSED")
+
+
+def test_load_refuses_malformed_files(tmp_path):
+    path = tmp_path / "reliability.json"
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="not JSON"):
+        reliability_checks.load(path)
+    path.write_text(json.dumps({"status": "ok", "checks": [{"name": "x", "status": "maybe"}]}))
+    with pytest.raises(ValueError, match="bad status 'maybe'"):
+        reliability_checks.load(path)
+    path.write_text(json.dumps(_result("pass")))
+    assert reliability_checks.load(path)["checks"][0]["name"] == "c0"
+
+
+def test_the_table_is_printed_with_every_check(capsys):
+    from pmr_testbed import cli
+    cli.print_checks(reliability_checks.with_kernel_log(_result("pass", "skipped"), []))
+    out = capsys.readouterr().out
+    assert "c0" in out and "kernel_log" in out and "PASSED: 2 passed, 0 failed, 1 skipped" in out
