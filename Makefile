@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make main   build the kernel, boot the guest, run `paper` on pixel6pro
-#               for original,mglru (3 repetitions), write the report
+#               for original,mglru,pps (3 repetitions), write the report
 #   make test   unit tests (harness and runtime) and the integration test
 # Both install what they need first (scripts/setup.sh, idempotent).
 
@@ -8,7 +8,7 @@ PMRTB = .venv/bin/pmrtb
 PYTEST = .venv/bin/python -m pytest
 CARGO = $(shell command -v cargo || echo $(HOME)/.cargo/bin/cargo)
 REPS ?= 3
-SCHEMES ?= original,mglru
+SCHEMES ?= original,mglru,pps
 OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
 
 .PHONY: setup main test unit-test integration-test kernel debug-kernel smoke reliability

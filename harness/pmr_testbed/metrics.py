@@ -24,7 +24,9 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   its request-weighted mean.
 - `pmr`: on a kernel with the PMR series, the deltas of its /proc/vmstat
   event counters (`PMR_EVENTS`) and the victim list size (`nr_victim`, MB)
-  over the run: mean, min, max, last. None on a kernel without PMR.
+  over the run: mean, min, max, last; kshrinkd's rounds and the victim target
+  it worked to (`target_mb`, from trace.txt, trace.py). None on a kernel
+  without PMR. `victim_series_mb` is the list size over time, for the plot.
 
 A run whose run.json is missing or not `"status": "ok"` is never a result:
 `load_run` raises `RunError`. Missing optional files (threads_cpu.json,
@@ -43,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import UserError
+from .trace import Trace, kshrinkd_rounds, read_trace
 
 PAGE_BYTES = 4096
 SECTOR_BYTES = 512
@@ -85,6 +88,9 @@ class RunMetrics:
     swap_write_kb: dict | None
     workload_s: float
     pmr: dict | None = None
+    victim_t_s: list[float] = field(default_factory=list)
+    victim_series_mb: list[float] = field(default_factory=list)
+    trace_overrun: int | None = None
     missing: list[str] = field(default_factory=list)
 
     @property
@@ -104,6 +110,11 @@ def load_run(run_dir: Path) -> RunMetrics:
     t_s, mbps = reclaim_throughput(run_dir / "diskstat.csv", run["swap_dev"])
     threads = _read_optional_json(run_dir / "threads_cpu.json")
     hist = _read_optional_json(run_dir / "swap_write_hist.json")
+    try:
+        trace = read_trace(run_dir / "trace.txt")
+    except ValueError as e:
+        raise RunError(f"{run_dir / 'trace.txt'}: {e}") from None
+    victim_t_s, victim_mb = victim_series(run_dir / "vmstat.csv")
     return RunMetrics(
         switches=switches,
         response_ms=response_stats([s["response_ms"] for s in switches]),
@@ -126,7 +137,10 @@ def load_run(run_dir: Path) -> RunMetrics:
         reclaim_cpu_s=None if threads is None else thread_families(threads),
         swap_write_kb=None if hist is None else swap_write_sizes(hist["bytes"]),
         workload_s=float(run["workload_s"]),
-        pmr=pmr_figures(run_dir / "vmstat.csv"),
+        pmr=pmr_figures(run_dir / "vmstat.csv", trace),
+        victim_t_s=victim_t_s,
+        victim_series_mb=victim_mb,
+        trace_overrun=trace.overrun if trace else None,
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
     )
 
@@ -199,16 +213,33 @@ def vmstat_deltas(path: Path) -> dict[str, int]:
     return deltas
 
 
-def pmr_figures(path: Path) -> dict | None:
-    """PMR's counters over the run, or None if the kernel has no PMR."""
+def victim_series(path: Path) -> tuple[list[float], list[float]]:
+    """The victim list's size over the run: (s since workload start, MB);
+    empty on a kernel without PMR."""
+    header, rows = _read_csv(path)
+    if "nr_victim" not in header:
+        return [], []
+    t, n = header.index("t_ms"), header.index("nr_victim")
+    return ([int(r[t]) / 1000 for r in rows],
+            [int(r[n]) * PAGE_BYTES / MB for r in rows])
+
+
+def pmr_figures(path: Path, trace: Trace | None) -> dict | None:
+    """PMR's counters over the run, or None if the kernel has no PMR.
+
+    `target_mb` is the victim target kshrinkd worked to (from its round
+    tracepoint; None if it never ran or the run was not traced)."""
     header, rows = _read_csv(path)
     if "nr_victim" not in header:
         return None
     col = {k: header.index(k) for k in header}
     events = {k: int(rows[-1][col[k]]) - int(rows[0][col[k]]) for k in PMR_EVENTS if k in col}
     victim_mb = np.asarray([int(r[col["nr_victim"]]) for r in rows], dtype=float) * PAGE_BYTES / MB
+    rounds = kshrinkd_rounds(trace) if trace else None
     return {**events, "nr_victim_mb": {"mean": float(victim_mb.mean()), "min": float(victim_mb.min()),
-                                       "max": float(victim_mb.max()), "last": float(victim_mb[-1])}}
+                                       "max": float(victim_mb.max()), "last": float(victim_mb[-1])},
+            "kshrinkd_rounds": rounds["rounds"] if rounds else 0,
+            "target_mb": rounds["target_pages"] * PAGE_BYTES / MB if rounds else None}
 
 
 def reclaim_throughput(path: Path, swap_dev: str) -> tuple[list[float], list[float]]:

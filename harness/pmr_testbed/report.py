@@ -8,6 +8,7 @@ per-run series. The plots mirror the paper's evaluation figures:
   plots/response_time.png       Fig. 11: response time per foreground app
   plots/pressure.png            Fig. 13: LMKD kills, direct reclaims, major faults
   plots/swap_write_sizes.png    write-request sizes (storage-friendly writeback, §4.3)
+  plots/victim_list.png         PMR's victim list size over time against its target
 
 Each scheme keeps one colour in every plot. Bars are medians over ok runs,
 whiskers the min and max across reps.
@@ -32,6 +33,7 @@ PLOT_FILES = {
     "response": "response_time.png",
     "pressure": "pressure.png",
     "write_sizes": "swap_write_sizes.png",
+    "victims": "victim_list.png",
 }
 PLOT_CAPTIONS = {
     "throughput": ("Reclaim throughput over time (paper Fig. 12): swap-device write MB/s "
@@ -48,6 +50,10 @@ PLOT_CAPTIONS = {
                     "requests per run (log scale); right, the share of swapped bytes each "
                     "bucket carries; mass further right means larger, more flash-friendly "
                     "writes."),
+    "victims": ("PMR's victim list over time (MB, sampled every 100 ms) for each scheme "
+                "that filled one, median run; the dashed line is the target delta kshrinkd "
+                "works to (from its round tracepoint). Algorithm 1 keeps the list near "
+                "delta between reclaim bursts."),
 }
 HEADLINE = [  # (column title, dotted path in a scheme entry)
     ("response mean ms", "response_ms.mean"), ("p50 ms", "response_ms.p50"),
@@ -77,6 +83,7 @@ def write_report(results_dir: Path) -> Path:
     plot_response(measured, colours, plot_dir / PLOT_FILES["response"])
     plot_pressure(measured, colours, plot_dir / PLOT_FILES["pressure"])
     plot_write_sizes(measured, colours, plot_dir / PLOT_FILES["write_sizes"])
+    plot_victims(ok, colours, plot_dir / PLOT_FILES["victims"])
     path = results_dir / "report.md"
     path.write_text(render_markdown(summary))
     return path
@@ -135,6 +142,29 @@ def plot_throughput(ok: dict[str, list[Run]], colours: dict, path: Path) -> None
         _no_data(ax, "ok runs")
     ax.set(title="Reclaim throughput (swap-device writes, 1-s windows)",
            xlabel="time since workload start (s)", ylabel="throughput (MB/s)")
+    ax.grid(alpha=0.3)
+    _save(fig, path)
+
+
+def plot_victims(ok: dict[str, list[Run]], colours: dict, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(11.5, 4.0))
+    for scheme, runs in ok.items():
+        filled = [r for r in runs if any(r.metrics.victim_series_mb)]
+        if not filled:
+            continue
+        m = median_run(filled).metrics
+        ax.plot(m.victim_t_s, m.victim_series_mb, color=colours[scheme], linewidth=1.2,
+                label=scheme)
+        if m.pmr and m.pmr.get("target_mb"):
+            ax.axhline(m.pmr["target_mb"], color=colours[scheme], linestyle="--",
+                       linewidth=1.0, label=f"{scheme} target {_fmt(m.pmr['target_mb'])} MB")
+    if ax.lines:
+        _legend_outside(ax)
+        ax.set_ylim(bottom=0)
+    else:
+        _no_data(ax, "victim list (no scheme ran PMR)")
+    ax.set(title="PMR victim list size", xlabel="time since workload start (s)",
+           ylabel="victim pages (MB)")
     ax.grid(alpha=0.3)
     _save(fig, path)
 
@@ -292,7 +322,7 @@ PMR_COLUMNS = [("pmr.kshrinkd_wake", "kshrinkd wake-ups"), ("pmr.pgscan_kshrinkd
                ("pmr.pmr_victim_putback", "victims put back"),
                ("pmr.nr_victim_mb.mean", "victim list mean MB"),
                ("pmr.nr_victim_mb.min", "min MB"), ("pmr.nr_victim_mb.max", "max MB"),
-               ("pmr.nr_victim_mb.last", "at end MB")]
+               ("pmr.nr_victim_mb.last", "at end MB"), ("pmr.target_mb", "target MB")]
 
 
 def pmr_table(schemes: dict[str, dict]) -> list[str]:

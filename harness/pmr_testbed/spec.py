@@ -11,6 +11,7 @@ from pathlib import Path
 from .profiles import Profile
 from .scenarios import App, Scenario
 from .schemes import Scheme
+from .trace import TRACE_EVENTS
 
 SWAP_SERIAL = "pmrswap"
 DATA_SERIAL = "pmrdata"
@@ -73,7 +74,8 @@ def build(*, run_id: str, out_dir: Path, seed: int, scenario: Scenario, profile:
         "swap": {"serial": SWAP_SERIAL, "zram_mb": 0},
         "data_disk": {"serial": DATA_SERIAL},
         "lmkd": dict(LMKD_DEFAULTS),
-        "metrics": {"interval_ms": 100, "reclaim_threads": RECLAIM_THREADS},
+        "metrics": {"interval_ms": 100, "reclaim_threads": RECLAIM_THREADS,
+                    "trace_events": TRACE_EVENTS},
         "scenario": {
             "name": scenario.name,
             "rounds": scenario.rounds,

@@ -183,6 +183,9 @@ def run_warnings(ok: dict[str, list[Run]], failed: list[dict], reps: int) -> lis
         for r in runs:
             if r.metrics.missing:
                 warnings.append(f"{scheme} rep {r.rep}: missing {', '.join(r.metrics.missing)}")
+            if r.metrics.trace_overrun:
+                warnings.append(f"{scheme} rep {r.rep}: the trace lost {r.metrics.trace_overrun}"
+                                " events (ring buffer overrun)")
     return warnings
 
 

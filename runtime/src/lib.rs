@@ -49,4 +49,5 @@ pub mod switch_plan;
 pub mod sys;
 pub mod threads_cpu;
 pub mod toggle_plan;
+pub mod trace_events;
 pub mod tracefs;

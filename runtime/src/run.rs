@@ -19,7 +19,10 @@ use crate::setup::{self, Phone};
 use crate::spec::{ms, Spec};
 use crate::sys;
 use crate::threads_cpu::{self, ThreadTicks};
-use crate::tracefs::{SwapWriteHist, SwapWriteHistFile};
+use crate::trace_events::TraceRecorder;
+use crate::tracefs::{self, SwapWriteHist, SwapWriteHistFile};
+
+const TRACE_FILE: &str = "trace.txt";
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -86,6 +89,7 @@ struct Workload<'a> {
     deaths: Receiver<child_reaper::Death>,
     threads: Vec<JoinHandle<()>>,
     hist: Result<SwapWriteHist, String>,
+    trace: Option<TraceRecorder>,
     threads_at_start: ThreadTicks,
 }
 
@@ -93,7 +97,8 @@ impl<'a> Workload<'a> {
     /// Lock the runtime in memory and start its threads.
     fn start(spec: &'a Spec, phone: &'a Phone) -> Result<Workload<'a>> {
         let (major, minor) = phone.swap_dev_number;
-        let hist = SwapWriteHist::install(major, minor).map_err(|e| format!("{e:#}"));
+        let tracefs = tracefs::mount_dir()?;
+        let hist = SwapWriteHist::install(&tracefs, major, minor).map_err(|e| format!("{e:#}"));
         sys::mlockall().context("mlockall(MCL_CURRENT | MCL_FUTURE) failed: run as root")?;
 
         let start = Instant::now();
@@ -101,6 +106,12 @@ impl<'a> Workload<'a> {
         let events = Arc::new(EventLog::create(&spec.out_dir.join("events.jsonl"), start)?);
         let registry = Arc::new(ProcRegistry::default());
         let control = Arc::new(Control::default());
+        let trace = TraceRecorder::start(
+            &tracefs,
+            &spec.metrics.trace_events,
+            &spec.out_dir.join(TRACE_FILE),
+            &control,
+        )?;
         let lmkd = Lmkd::new(
             &spec.lmkd,
             registry.clone(),
@@ -128,6 +139,7 @@ impl<'a> Workload<'a> {
             deaths,
             threads,
             hist,
+            trace,
             threads_at_start,
         })
     }
@@ -162,6 +174,9 @@ impl<'a> Workload<'a> {
         }
 
         let out = &spec.out_dir;
+        if let Some(trace) = self.trace {
+            result = result.and(trace.finish(&out.join(TRACE_FILE)));
+        }
         let cpu = threads_cpu::cpu_seconds(
             &self.threads_at_start,
             &threads_at_end,

@@ -142,6 +142,9 @@ mod defaults {
 pub struct Metrics {
     pub interval_ms: f64,
     pub reclaim_threads: Vec<String>,
+    /// Tracepoints ("system/event") recorded into trace.txt.
+    #[serde(default)]
+    pub trace_events: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

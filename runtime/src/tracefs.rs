@@ -48,6 +48,18 @@ pub fn parse_hist(text: &str) -> Result<BTreeMap<u64, u64>> {
     Ok(hist)
 }
 
+/// Where tracefs is mounted; mounted at its usual place if it is not.
+pub fn mount_dir() -> Result<PathBuf> {
+    match mount_point(&fs::read_to_string("/proc/mounts")?, "tracefs") {
+        Some(point) => Ok(point),
+        None => {
+            sys::mount("tracefs", Path::new(DEFAULT_MOUNT), "tracefs")
+                .with_context(|| format!("cannot mount tracefs at {DEFAULT_MOUNT}"))?;
+            Ok(PathBuf::from(DEFAULT_MOUNT))
+        }
+    }
+}
+
 #[derive(Serialize)]
 pub struct SwapWriteHistFile<'a> {
     pub dev: &'a str,
@@ -60,15 +72,7 @@ pub struct SwapWriteHist {
 }
 
 impl SwapWriteHist {
-    pub fn install(major: u32, minor: u32) -> Result<SwapWriteHist> {
-        let tracefs = match mount_point(&fs::read_to_string("/proc/mounts")?, "tracefs") {
-            Some(point) => point,
-            None => {
-                sys::mount("tracefs", Path::new(DEFAULT_MOUNT), "tracefs")
-                    .with_context(|| format!("cannot mount tracefs at {DEFAULT_MOUNT}"))?;
-                PathBuf::from(DEFAULT_MOUNT)
-            }
-        };
+    pub fn install(tracefs: &Path, major: u32, minor: u32) -> Result<SwapWriteHist> {
         let hist = SwapWriteHist {
             event: tracefs.join(EVENT_DIR),
             command: hist_command(major, minor),

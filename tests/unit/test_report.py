@@ -78,7 +78,7 @@ def test_report_without_failures_or_baseline_data(tmp_path):
     md = write_report(results).read_text()
     assert "No comparison" in md
     assert "original: no ok runs (2 failed)" in md
-    assert len(list((results / "plots").glob("*.png"))) == 4
+    assert len(list((results / "plots").glob("*.png"))) == 5
 
 
 @pytest.mark.parametrize("size_kb, bucket", [(0.5, 0.5), (4, 4), (12, 8), (64, 64), (1023, 512)])
