@@ -90,6 +90,7 @@ class RunMetrics:
     pmr: dict | None = None
     victim_t_s: list[float] = field(default_factory=list)
     victim_series_mb: list[float] = field(default_factory=list)
+    victim_target: tuple[list[float], list[float]] = ([], [])
     trace_overrun: int | None = None
     missing: list[str] = field(default_factory=list)
 
@@ -140,6 +141,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         pmr=pmr_figures(run_dir / "vmstat.csv", trace),
         victim_t_s=victim_t_s,
         victim_series_mb=victim_mb,
+        victim_target=victim_targets(trace) if trace else ([], []),
         trace_overrun=trace.overrun if trace else None,
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
     )
@@ -222,6 +224,14 @@ def victim_series(path: Path) -> tuple[list[float], list[float]]:
     t, n = header.index("t_ms"), header.index("nr_victim")
     return ([int(r[t]) / 1000 for r in rows],
             [int(r[n]) * PAGE_BYTES / MB for r in rows])
+
+
+def victim_targets(trace: Trace) -> tuple[list[float], list[float]]:
+    """The target kshrinkd worked to at each of its rounds: (s, MB). It moves
+    with the watermarks (kswapd's goal includes a watermark boost)."""
+    rounds = trace.named("mm_vmscan_kshrinkd_round")
+    return ([e.t_s for e in rounds],
+            [int(e.fields["target"]) * PAGE_BYTES / MB for e in rounds])
 
 
 def pmr_figures(path: Path, trace: Trace | None) -> dict | None:

@@ -84,7 +84,8 @@ def read_trace(path: Path) -> Trace | None:
 
 def kshrinkd_rounds(trace: Trace) -> dict | None:
     """kshrinkd's rounds: count, pages added, and the victim target it worked
-    to (the median of the rounds' `target`, pages), or None without rounds."""
+    to (the median and the largest of the rounds' `target`, pages; it rises
+    while a watermark boost lasts), or None without rounds."""
     rounds = trace.named("mm_vmscan_kshrinkd_round")
     if not rounds:
         return None
@@ -92,4 +93,5 @@ def kshrinkd_rounds(trace: Trace) -> dict | None:
     return {"rounds": len(rounds),
             "added": sum(int(e.fields["nr_added"]) for e in rounds),
             "scanned": sum(int(e.fields["nr_scanned"]) for e in rounds),
-            "target_pages": targets[len(targets) // 2]}
+            "target_pages": targets[len(targets) // 2],
+            "target_max_pages": targets[-1]}

@@ -81,9 +81,10 @@ def test_pps_filled_and_used_the_victim_list(results):
     assert rounds is not None and rounds["rounds"] > 0, "no kshrinkd round was traced"
     with open(run_dir / "vmstat.csv") as fh:
         peak = max(int(r["nr_victim"]) for r in csv.DictReader(fh))
-    # kshrinkd stops adding at the target; a batch may overshoot by its
-    # last isolation chunk (SWAP_CLUSTER_MAX pages per list it scanned).
-    assert 0 < peak <= rounds["target_pages"] + 4 * 32
+    # kshrinkd stops adding at the target (which rises while a watermark
+    # boost lasts); a batch may overshoot by its last isolation chunk
+    # (SWAP_CLUSTER_MAX pages per list it scanned).
+    assert 0 < peak <= rounds["target_max_pages"] + 4 * 32
 
 
 def test_original_left_pmr_off(results):

@@ -30,7 +30,8 @@ def test_events_on_the_workload_time_axis():
 
 def test_kshrinkd_rounds_sum_and_median_target():
     rounds = kshrinkd_rounds(parse_trace(TRACE))
-    assert rounds == {"rounds": 3, "added": 4050, "scanned": 5100, "target_pages": 12288}
+    assert rounds == {"rounds": 3, "added": 4050, "scanned": 5100, "target_pages": 12288,
+                      "target_max_pages": 12288}
     assert kshrinkd_rounds(parse_trace("# start_mono_s=1.0\n")) is None
 
 
