@@ -115,7 +115,8 @@ def load_run(run_dir: Path) -> RunMetrics:
         trace = read_trace(run_dir / "trace.txt")
     except ValueError as e:
         raise RunError(f"{run_dir / 'trace.txt'}: {e}") from None
-    victim_t_s, victim_mb = victim_series(run_dir / "vmstat.csv")
+    vmstat = read_table(run_dir / "vmstat.csv")
+    victim_t_s, victim_mb = victim_series(vmstat)
     return RunMetrics(
         switches=switches,
         response_ms=response_stats([s["response_ms"] for s in switches]),
@@ -138,7 +139,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         reclaim_cpu_s=None if threads is None else thread_families(threads),
         swap_write_kb=None if hist is None else swap_write_sizes(hist["bytes"]),
         workload_s=float(run["workload_s"]),
-        pmr=pmr_figures(run_dir / "vmstat.csv", trace),
+        pmr=pmr_figures(vmstat, trace),
         victim_t_s=victim_t_s,
         victim_series_mb=victim_mb,
         victim_target=victim_targets(trace) if trace else ([], []),
@@ -192,7 +193,7 @@ def response_by_app(switches: list[dict]) -> dict[str, float]:
     return {app: float(np.mean(v)) for app, v in sorted(by_app.items())}
 
 
-def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
+def read_table(path: Path) -> tuple[list[str], list[list[str]]]:
     with open(_require(path), newline="") as fh:
         rows = list(csv.reader(fh))
     if len(rows) < 3:
@@ -202,7 +203,7 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
 
 def vmstat_deltas(path: Path) -> dict[str, int]:
     """Last minus first sample of the counters we report, and of allocstall_*."""
-    header, rows = _read_csv(path)
+    header, rows = read_table(path)
     first = dict(zip(header, rows[0]))
     last = dict(zip(header, rows[-1]))
     allocstall_keys = [k for k in header if k.startswith("allocstall_")]
@@ -215,10 +216,13 @@ def vmstat_deltas(path: Path) -> dict[str, int]:
     return deltas
 
 
-def victim_series(path: Path) -> tuple[list[float], list[float]]:
-    """The victim list's size over the run: (s since workload start, MB);
-    empty on a kernel without PMR."""
-    header, rows = _read_csv(path)
+Table = tuple[list[str], list[list[str]]]
+
+
+def victim_series(vmstat: Table) -> tuple[list[float], list[float]]:
+    """The victim list's size over the run, from vmstat.csv's table: (s since
+    workload start, MB); empty on a kernel without PMR."""
+    header, rows = vmstat
     if "nr_victim" not in header:
         return [], []
     t, n = header.index("t_ms"), header.index("nr_victim")
@@ -234,17 +238,17 @@ def victim_targets(trace: Trace) -> tuple[list[float], list[float]]:
             [int(e.fields["target"]) * PAGE_BYTES / MB for e in rounds])
 
 
-def pmr_figures(path: Path, trace: Trace | None) -> dict | None:
+def pmr_figures(vmstat: Table, trace: Trace | None) -> dict | None:
     """PMR's counters over the run, or None if the kernel has no PMR.
 
     `target_mb` is the victim target kshrinkd worked to (from its round
     tracepoint; None if it never ran or the run was not traced)."""
-    header, rows = _read_csv(path)
+    header, rows = vmstat
     if "nr_victim" not in header:
         return None
     col = {k: header.index(k) for k in header}
     events = {k: int(rows[-1][col[k]]) - int(rows[0][col[k]]) for k in PMR_EVENTS if k in col}
-    victim_mb = np.asarray([int(r[col["nr_victim"]]) for r in rows], dtype=float) * PAGE_BYTES / MB
+    victim_mb = np.asarray(victim_series(vmstat)[1])
     rounds = kshrinkd_rounds(trace) if trace else None
     return {**events, "nr_victim_mb": {"mean": float(victim_mb.mean()), "min": float(victim_mb.min()),
                                        "max": float(victim_mb.max()), "last": float(victim_mb[-1])},
@@ -257,7 +261,7 @@ def reclaim_throughput(path: Path, swap_dev: str) -> tuple[list[float], list[flo
 
     Returns (window start times in s, MB/s). Windows are aligned to whole
     seconds since the workload started so runs and schemes line up."""
-    header, rows = _read_csv(path)
+    header, rows = read_table(path)
     col = {name: header.index(name) for name in ("t_ms", "dev", "write_sectors")}
     devs = {row[col["dev"]] for row in rows}
     if devs != {swap_dev}:

@@ -116,22 +116,22 @@ def test_missing_required_file_is_an_error(tmp_path):
 
 
 def test_pmr_figures_only_on_a_pmr_kernel(tmp_path):
-    from pmr_testbed.metrics import pmr_figures, victim_series
+    from pmr_testbed.metrics import pmr_figures, read_table, victim_series
     from pmr_testbed.trace import parse_trace
     plain = tmp_path / "plain.csv"
     plain.write_text("t_ms,pswpout\n0,1\n100,2\n")
-    assert pmr_figures(plain, None) is None
+    assert pmr_figures(read_table(plain), None) is None
     pmr = tmp_path / "pmr.csv"
     pmr.write_text("t_ms,nr_victim,pmr_victim_added,pmr_victim_reclaimed,kshrinkd_wake\n"
                    "0,256,1000,0,1\n100,512,1500,200,3\n200,0,1500,700,4\n")
-    fig = pmr_figures(pmr, None)
+    fig = pmr_figures(read_table(pmr), None)
     assert fig["pmr_victim_added"] == 500 and fig["pmr_victim_reclaimed"] == 700
     assert fig["kshrinkd_wake"] == 3 and "pmr_victim_putback" not in fig
     assert fig["nr_victim_mb"] == {"mean": 1.0, "min": 0.0, "max": 2.0, "last": 0.0}
     assert fig["target_mb"] is None and fig["kshrinkd_rounds"] == 0
     trace = parse_trace("# start_mono_s=0\n k-1 [000] ..... 1.0: mm_vmscan_kshrinkd_round: "
                         "nid=0 nr_to_shrink=1 nr_scanned=2 nr_added=1 nr_victim=1 target=768\n")
-    fig = pmr_figures(pmr, trace)
+    fig = pmr_figures(read_table(pmr), trace)
     assert fig["target_mb"] == 3.0 and fig["kshrinkd_rounds"] == 1
-    assert victim_series(pmr) == ([0.0, 0.1, 0.2], [1.0, 2.0, 0.0])
-    assert victim_series(plain) == ([], [])
+    assert victim_series(read_table(pmr)) == ([0.0, 0.1, 0.2], [1.0, 2.0, 0.0])
+    assert victim_series(read_table(plain)) == ([], [])
