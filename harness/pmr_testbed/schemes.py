@@ -4,6 +4,12 @@ A run takes a list of schemes (`original,mglru`); a `+` combines schemes
 (`pmr+ice`): their knobs are written in order and their policies united. Two
 parts that set the same knob to different values are refused. Knob values may
 name profile fields in braces, e.g. "{pmr.unmap_unit_kb}".
+
+A part may override the value of one of its knobs, named by the last
+component of the knob's path: `pmr@pmr_unmap_unit_kbytes=64` is `pmr` with
+the unmap unit at 64 kB. A list of such variants is a sweep
+(`pmr@pmr_unmap_unit_kbytes=64,pmr@pmr_unmap_unit_kbytes=1024`), which the
+report plots against the value.
 """
 
 from __future__ import annotations
@@ -52,12 +58,36 @@ def _expand(value: str, profile: Profile, where: str) -> str:
     return re.sub(r"\{([\w.]+)\}", field, value)
 
 
+def _override(scheme: Scheme, text: str) -> Scheme:
+    """Apply `@key=value` overrides to a loaded scheme's knobs."""
+    knobs = [dict(k) for k in scheme.knobs]
+    for item in text.split("@"):
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise UserError(f"scheme override {item!r} is malformed: use NAME@KNOB=VALUE, "
+                            f"e.g. pmr@pmr_unmap_unit_kbytes=64")
+        hits = [k for k in knobs if k["path"].rsplit("/", 1)[-1] == key]
+        if not hits:
+            names = ", ".join(k["path"].rsplit("/", 1)[-1] for k in knobs) or "none"
+            raise UserError(f"scheme {scheme.name} has no knob {key!r} to override "
+                            f"(its knobs: {names})")
+        for k in hits:
+            k["value"] = value
+    return Scheme(scheme.name, scheme.description, knobs, scheme.policies)
+
+
+def _load_part(part: str) -> Scheme:
+    base, _, overrides = part.partition("@")
+    scheme = _load_one(base.strip())
+    return _override(scheme, overrides) if overrides else scheme
+
+
 def resolve(name: str, profile: Profile) -> Scheme:
-    """A scheme or a `+` combination, with profile fields filled in."""
+    """A scheme or a `+` combination, with overrides and profile fields filled in."""
     parts = [p.strip() for p in name.split("+")]
     if not all(parts):
         raise UserError(f"scheme {name!r} is malformed: use names joined by '+' (e.g. pmr+ice)")
-    loaded = [_load_one(p) for p in parts]
+    loaded = [_load_part(p) for p in parts]
     knobs: list[dict] = []
     seen: dict[str, tuple[str, str]] = {}
     for s in loaded:

@@ -129,6 +129,26 @@ def test_scheme_combination_merges_and_refuses_conflicts(tmp_path, monkeypatch):
         schemes.parse_list("a,a", prof)
 
 
+def test_scheme_override_sets_one_knob_and_refuses_unknown_ones():
+    prof = profiles.load("pixel6pro")
+    assert {"path": "/proc/sys/vm/pmr_unmap_unit_kbytes", "value": "10240"} \
+        in schemes.resolve("pmr", prof).knobs
+    swept = schemes.resolve("pmr@pmr_unmap_unit_kbytes=64", prof)
+    assert swept.name == "pmr@pmr_unmap_unit_kbytes=64"
+    assert {"path": "/proc/sys/vm/pmr_unmap_unit_kbytes", "value": "64"} in swept.knobs
+    assert {"path": "/proc/sys/vm/pmr_mode", "value": "2"} in swept.knobs
+    two = schemes.resolve("pmr@pmr_unmap_unit_kbytes=64@pmr_victim_target_kbytes=1000", prof)
+    assert {"path": "/proc/sys/vm/pmr_victim_target_kbytes", "value": "1000"} in two.knobs
+    with pytest.raises(UserError, match="has no knob 'nope'"):
+        schemes.resolve("pmr@nope=1", prof)
+    with pytest.raises(UserError, match="malformed"):
+        schemes.resolve("pmr@pmr_mode", prof)
+    with pytest.raises(UserError, match="cannot be combined"):
+        schemes.resolve("pmr@pmr_mode=1+pmr", prof)
+    assert len(schemes.parse_list("pmr@pmr_unmap_unit_kbytes=64,pmr@pmr_unmap_unit_kbytes=128",
+                                  prof)) == 2
+
+
 def test_spec_scales_sizes_and_lists_every_app(tmp_path):
     prof = profiles.load("pixel6pro")
     scen = scenarios.load("paper")
