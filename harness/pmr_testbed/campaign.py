@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import guest, guest_setup, paths, profiles, scenarios, schemes, spec
+from . import guest, guest_setup, kernel, paths, profiles, scenarios, schemes, spec
 from .errors import GuestError, UserError
 
 
@@ -108,9 +108,10 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
              limits) -> None:
     run_dir = req.out / "runs" / run_id
     run_dir.mkdir(parents=True)
+    slowdown = kernel.SLOWDOWN[req.flavour]
     guest_spec = spec.build(run_id=run_id, out_dir=run_dir, seed=req.seed, scenario=scenario,
                             profile=profile, scheme=scheme,
-                            work_iters_per_ms=dil.host_work_iters_per_ms)
+                            work_iters_per_ms=dil.host_work_iters_per_ms, slowdown=slowdown)
     _write_json(run_dir / "spec.json", guest_spec)
     disk_dir = paths.BUILD_DIR / "disks" / req.out.name / run_id
     swap = guest_setup.swap_disk(profile, limits, disk_dir)
@@ -121,7 +122,7 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
         res = guest.boot(image.bzimage,
                          exec_cmd=f"{paths.RUNTIME_BIN} run --spec {run_dir / 'spec.json'}",
                          console_path=run_dir / "console.log",
-                         deadline_s=scenario.deadline_s + guest_setup.BOOT_SLACK_S,
+                         deadline_s=(scenario.deadline_s + guest_setup.BOOT_SLACK_S) * slowdown,
                          ram_mb=profile.guest_ram_mb, cpus=profile.cpus, accel=accel,
                          rwdirs=[run_dir], disks=[swap, data])
     finally:

@@ -36,6 +36,10 @@ FLAVOURS = {
     "testbed": ["testbed.config"],
     "debug": ["testbed.config", "debug.config"],
 }
+# How much slower a flavour runs than `testbed`: deadlines are stretched by
+# this much. Under TCG the debug kernel (KASAN, lockdep) boots in ~110 s
+# instead of ~12 s and runs the workload several times slower.
+SLOWDOWN = {"testbed": 1, "debug": 6}
 
 
 @dataclass(frozen=True)

@@ -62,12 +62,13 @@ def footprint_mb(spec: dict) -> int:
 
 
 def build(*, run_id: str, out_dir: Path, seed: int, scenario: Scenario, profile: Profile,
-          scheme: Scheme, work_iters_per_ms: float) -> dict:
+          scheme: Scheme, work_iters_per_ms: float, slowdown: int = 1) -> dict:
+    """spec.json for one run; `slowdown` stretches the deadline (debug kernel)."""
     return {
         "run_id": run_id,
         "seed": seed,
         "out_dir": str(out_dir),
-        "deadline_s": scenario.deadline_s,
+        "deadline_s": scenario.deadline_s * slowdown,
         "work_iters_per_ms": work_iters_per_ms,
         "scheme": {"name": scheme.name, "knobs": scheme.knobs, "policies": scheme.policies},
         "memory": memory_settings(profile),

@@ -165,3 +165,7 @@ def test_spec_scales_sizes_and_lists_every_app(tmp_path):
     assert s["scheme"]["knobs"] == [{"path": "/sys/kernel/mm/lru_gen/enabled", "value": "n"}]
     # The paper's workload overcommits the guest, as it does the phone.
     assert spec.footprint_mb(s) > prof.guest_ram_mb
+    assert s["deadline_s"] == scen.deadline_s
+    slow = spec.build(run_id="x", out_dir=tmp_path, seed=7, scenario=scen, profile=prof,
+                      scheme=sch, work_iters_per_ms=1000.0, slowdown=6)
+    assert slow["deadline_s"] == 6 * scen.deadline_s
