@@ -27,6 +27,12 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   over the run: mean, min, max, last; kshrinkd's rounds and the victim target
   it worked to (`target_mb`, from trace.txt, trace.py). None on a kernel
   without PMR. `victim_series_mb` is the list size over time, for the plot.
+- `writeback` and `bulk` (writeback.py, PMR part 2): per-page unmap and
+  pageout times from the `mm_vmscan_writeback_time` tracepoint (every scheme
+  on a kernel with the series), and PMR's bulk batches from the
+  `mm_vmscan_pmr_batch` tracepoint or, without it, the `pmr_batch*` vmstat
+  counters. None where the kernel or the trace has neither.
+  `unmap_us_samples` is the per-page unmap time of each event, for the plot.
 
 A run whose run.json is missing or not `"status": "ok"` is never a result:
 `load_run` raises `RunError`. Missing optional files (threads_cpu.json,
@@ -46,6 +52,7 @@ import numpy as np
 
 from .errors import UserError
 from .trace import Trace, kshrinkd_rounds, read_trace
+from .writeback import BULK_COUNTERS, bulk_figures, unmap_us_per_page, writeback_figures
 
 PAGE_BYTES = 4096
 SECTOR_BYTES = 512
@@ -55,7 +62,7 @@ VMSTAT_DELTAS = ("pgmajfault", "pswpout", "pswpin", "pgscan_kswapd", "pgscan_dir
                  "pgsteal_kswapd", "pgsteal_direct")
 OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json")
 PMR_EVENTS = ("kshrinkd_wake", "pgscan_kshrinkd", "pmr_victim_added", "pmr_victim_reclaimed",
-              "pmr_victim_putback")
+              "pmr_victim_putback", *BULK_COUNTERS)
 
 
 class RunError(UserError):
@@ -91,6 +98,9 @@ class RunMetrics:
     victim_t_s: list[float] = field(default_factory=list)
     victim_series_mb: list[float] = field(default_factory=list)
     victim_target: tuple[list[float], list[float]] = ([], [])
+    writeback: dict | None = None
+    bulk: dict | None = None
+    unmap_us_samples: list[float] = field(default_factory=list)
     trace_overrun: int | None = None
     missing: list[str] = field(default_factory=list)
 
@@ -143,6 +153,9 @@ def load_run(run_dir: Path) -> RunMetrics:
         victim_t_s=victim_t_s,
         victim_series_mb=victim_mb,
         victim_target=victim_targets(trace) if trace else ([], []),
+        writeback=writeback_figures(trace),
+        bulk=bulk_figures(trace, vmstat),
+        unmap_us_samples=unmap_us_per_page(trace),
         trace_overrun=trace.overrun if trace else None,
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
     )

@@ -19,12 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # Spec default: the series' own tracepoints and kswapd's rounds. Cheap: a few
-# events per reclaim round, none when reclaim is idle.
+# events per reclaim round, none when reclaim is idle. `writeback_time` (one
+# per shrink_folio_list() call that unmapped or paged out anything, in every
+# scheme) and `pmr_batch` (one per bulk batch, vm.pmr_mode=2 only) come with
+# PMR part 2; a kernel without them lists them on the `# missing=` line.
 TRACE_EVENTS = [
     "vmscan/mm_vmscan_kswapd_wake",
     "vmscan/mm_vmscan_kswapd_sleep",
     "vmscan/mm_vmscan_kshrinkd_round",
     "vmscan/mm_vmscan_lru_shrink_victim",
+    "vmscan/mm_vmscan_writeback_time",
+    "vmscan/mm_vmscan_pmr_batch",
 ]
 
 _EVENT = re.compile(r"^\s*(?P<task>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+\S*\s*"

@@ -21,6 +21,13 @@ VMSTAT_KEYS = [
     "pgsteal_khugepaged", "pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged",
     "pgscan_direct_throttle", "pgscan_anon", "pgscan_file", "pgsteal_anon", "pgsteal_file",
 ]
+# The PMR series' /proc/vmstat entries (part 1, then part 2's bulk writeback),
+# appended after the stock ones as on a kernel with the series.
+PMR_VMSTAT_KEYS = [
+    "nr_victim", "pmr_victim_added", "pmr_victim_reclaimed", "pmr_victim_putback",
+    "pgscan_kshrinkd", "kshrinkd_wake",
+    "pmr_batch", "pmr_batch_pages", "pmr_batch_pageout", "pmr_batch_unmap_us",
+]
 DISKSTAT_FIELDS = [
     "read_ios", "read_merges", "read_sectors", "read_ticks", "write_ios", "write_merges",
     "write_sectors", "write_ticks", "in_flight", "io_ticks", "time_in_queue", "discard_ios",
@@ -49,11 +56,16 @@ def write_run(run_dir: Path, *, status: str = "ok",
               hist: dict[str, int] | None = None,
               threads_cpu: dict[str, float] | None = None,
               swap_dev: str = SWAP_DEV, diskstat_dev: str | None = None,
+              extra_vmstat_keys: list[str] | tuple[str, ...] = (),
+              trace: str | None = None,
               omit: tuple[str, ...] = ()) -> Path:
     """Write a run directory. `write_sectors` is the cumulative counter per sample
     (samples every 100 ms from t=0 unless `sample_t_ms` is given); the vmstat
     counters rise by `vmstat_increments` from the first to the last sample.
-    Files named in `omit` are not written."""
+    vmstat.csv has the stock counters plus `extra_vmstat_keys` (e.g.
+    PMR_VMSTAT_KEYS for a kernel with the series). `trace` is trace.txt's
+    text (see trace_text); without it no trace.txt is written, as when the
+    spec lists no events. Files named in `omit` are not written."""
     run_dir.mkdir(parents=True, exist_ok=True)
     switches = switches if switches is not None else [
         switch("chrome", "cold", 900.0, 0), switch("youtube", "hot", 300.0, 0),
@@ -68,13 +80,16 @@ def write_run(run_dir: Path, *, status: str = "ok",
            "switches": len(switches), "kills": len(kills)}
     (run_dir / "run.json").write_text(json.dumps(run))
     _write_events(run_dir / "events.jsonl", switches, kills, sample_t_ms[-1])
-    _write_vmstat(run_dir / "vmstat.csv", sample_t_ms, vmstat_increments or {})
+    _write_vmstat(run_dir / "vmstat.csv", sample_t_ms, vmstat_increments or {},
+                  [*VMSTAT_KEYS, *extra_vmstat_keys])
     _write_diskstat(run_dir / "diskstat.csv", sample_t_ms, write_sectors, diskstat_dev or swap_dev)
     _write_psi(run_dir / "psi.csv", sample_t_ms)
     hist = hist if hist is not None else {"4096": 300, "65536": 40, "131072": 10}
     (run_dir / "swap_write_hist.json").write_text(json.dumps({"dev": swap_dev, "bytes": hist}))
     threads_cpu = threads_cpu if threads_cpu is not None else {"kswapd0": 4.2}
     (run_dir / "threads_cpu.json").write_text(json.dumps(threads_cpu))
+    if trace is not None:
+        (run_dir / "trace.txt").write_text(trace)
     for name in omit:
         (run_dir / name).unlink()
     return run_dir
@@ -93,13 +108,14 @@ def _write_events(path: Path, switches: list[dict], kills: list[dict], end_ms: i
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
 
 
-def _write_vmstat(path: Path, t_ms: list[int], increments: dict[str, int]) -> None:
-    base = {k: 1000 + 17 * i for i, k in enumerate(VMSTAT_KEYS)}
-    lines = ["t_ms," + ",".join(VMSTAT_KEYS)]
+def _write_vmstat(path: Path, t_ms: list[int], increments: dict[str, int],
+                  keys: list[str]) -> None:
+    base = {k: 1000 + 17 * i for i, k in enumerate(keys)}
+    lines = ["t_ms," + ",".join(keys)]
     last = len(t_ms) - 1
     for i, t in enumerate(t_ms):
         # counters rise linearly so that intermediate rows are plausible too
-        row = [base[k] + increments.get(k, 0) * i // last for k in VMSTAT_KEYS]
+        row = [base[k] + increments.get(k, 0) * i // last for k in keys]
         lines.append(",".join(map(str, [t, *row])))
     path.write_text("\n".join(lines) + "\n")
 
@@ -118,6 +134,40 @@ def _write_psi(path: Path, t_ms: list[int]) -> None:
     lines = ["t_ms,some_avg10,some_total_us,full_avg10,full_total_us"]
     lines += [f"{t},1.50,{t * 20},0.40,{t * 5}" for t in t_ms]
     path.write_text("\n".join(lines) + "\n")
+
+
+TRACE_START_MONO_S = 250.0
+
+
+def trace_line(t_s: float, event: str, fields: dict[str, int], task: str = "kswapd0",
+               pid: int = 37, cpu: int = 0, flags: str = ".....") -> str:
+    """One event as ftrace prints it, `t_s` seconds after the workload's start."""
+    text = " ".join(f"{k}={v}" for k, v in fields.items())
+    return (f"{task:>16}-{pid:<7} [{cpu:03d}] {flags} {TRACE_START_MONO_S + t_s:12.6f}: "
+            f"{event}: {text}")
+
+
+def writeback_time(t_s: float, nr_unmap: int, unmap_ns: int, nr_pageout: int, pageout_ns: int,
+                   **where) -> str:
+    """A vmscan:mm_vmscan_writeback_time event (one shrink_folio_list() call)."""
+    return trace_line(t_s, "mm_vmscan_writeback_time",
+                      {"nid": 0, "nr_unmap": nr_unmap, "unmap_ns": unmap_ns,
+                       "nr_pageout": nr_pageout, "pageout_ns": pageout_ns}, **where)
+
+
+def pmr_batch(t_s: float, nr_pages: int, nr_unmapped: int, nr_pageout: int, unmap_ns: int,
+              pageout_ns: int, **where) -> str:
+    """A vmscan:mm_vmscan_pmr_batch event (one bulk batch, vm.pmr_mode=2)."""
+    return trace_line(t_s, "mm_vmscan_pmr_batch",
+                      {"nid": 0, "nr_pages": nr_pages, "nr_unmapped": nr_unmapped,
+                       "nr_pageout": nr_pageout, "unmap_ns": unmap_ns,
+                       "pageout_ns": pageout_ns}, **where)
+
+
+def trace_text(lines: list[str], missing: tuple[str, ...] = (), overrun: int = 0) -> str:
+    """trace.txt as the guest writes it: the two header lines, the events, the overrun."""
+    return "\n".join([f"# start_mono_s={TRACE_START_MONO_S:.6f}", f"# missing={','.join(missing)}",
+                      *lines, f"# overrun={overrun}"]) + "\n"
 
 
 def write_campaign(results_dir: Path, schemes: list[str], runs: list[dict], reps: int = 3) -> Path:

@@ -135,3 +135,45 @@ def test_pmr_figures_only_on_a_pmr_kernel(tmp_path):
     assert fig["target_mb"] == 3.0 and fig["kshrinkd_rounds"] == 1
     assert victim_series(read_table(pmr)) == ([0.0, 0.1, 0.2], [1.0, 2.0, 0.0])
     assert victim_series(read_table(plain)) == ([], [])
+
+
+def test_writeback_and_bulk_figures_of_a_pmr_run(tmp_path):
+    from fakerun import PMR_VMSTAT_KEYS, pmr_batch, trace_text, writeback_time
+    trace = trace_text([writeback_time(1.0, 32, 64_000, 32, 320_000),
+                        writeback_time(1.2, 16, 160_000, 16, 80_000),
+                        pmr_batch(1.4, 256, 256, 250, 1_024_000, 2_500_000)])
+    inc = {"pmr_batch": 7, "pmr_batch_pages": 700, "pmr_batch_pageout": 650,
+           "pmr_batch_unmap_us": 1400, "pmr_victim_added": 4000}
+    m = load_run(write_run(tmp_path / "r", extra_vmstat_keys=PMR_VMSTAT_KEYS,
+                           vmstat_increments=inc, trace=trace))
+    assert m.unmap_us_samples == pytest.approx([2.0, 10.0])
+    assert m.writeback["unmap_us_per_page"]["p50"] == pytest.approx(6.0)
+    assert m.writeback["pageout_us_per_page"]["p50"] == pytest.approx(7.5)
+    assert m.writeback["unmap_share"] == pytest.approx(224 / 624)
+    # the trace's batch, not the counters
+    assert m.bulk["batches"] == 1 and m.bulk["pageout_pages"] == 250
+    assert m.bulk["unmap_us_per_page_p50"] == pytest.approx(4.0)
+    # the counters themselves are PMR figures, like pmr_victim_added
+    assert m.pmr["pmr_batch"] == 7 and m.pmr["pmr_batch_unmap_us"] == 1400
+    assert m.pmr["pmr_victim_added"] == 4000
+
+
+def test_untraced_pmr_run_takes_bulk_figures_from_vmstat(tmp_path):
+    from fakerun import PMR_VMSTAT_KEYS
+    inc = {"pmr_batch": 8, "pmr_batch_pages": 1024, "pmr_batch_pageout": 1000,
+           "pmr_batch_unmap_us": 3072}
+    m = load_run(write_run(tmp_path / "r", extra_vmstat_keys=PMR_VMSTAT_KEYS,
+                           vmstat_increments=inc))
+    assert m.writeback is None and m.unmap_us_samples == []
+    assert m.bulk == {"batches": 8, "pages_per_batch_mean": 128.0, "pageout_pages": 1000,
+                      "unmap_us_per_page_p50": None, "unmap_us_per_page_mean": 3.0}
+
+
+def test_kernel_without_part2_has_no_writeback_figures(tmp_path):
+    from fakerun import trace_text
+    trace = trace_text([], missing=("vmscan/mm_vmscan_kshrinkd_round",
+                                    "vmscan/mm_vmscan_writeback_time",
+                                    "vmscan/mm_vmscan_pmr_batch"))
+    m = load_run(write_run(tmp_path / "r", trace=trace))
+    assert (m.writeback, m.bulk, m.pmr) == (None, None, None)
+    assert m.unmap_us_samples == []

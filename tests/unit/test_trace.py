@@ -2,7 +2,7 @@
 
 import pytest
 
-from pmr_testbed.trace import kshrinkd_rounds, parse_trace
+from pmr_testbed.trace import TRACE_EVENTS, kshrinkd_rounds, parse_trace
 
 TRACE = """\
 # start_mono_s=100.500000
@@ -38,3 +38,49 @@ def test_kshrinkd_rounds_sum_and_median_target():
 def test_events_without_a_start_are_refused():
     with pytest.raises(ValueError, match="start_mono_s"):
         parse_trace(TRACE.split("\n", 1)[1])
+
+
+# PMR part 2's events as a 6.1 kernel prints them: kswapd, and direct reclaim in
+# an app thread whose name has dashes and digits of its own
+PART2 = """\
+# start_mono_s=250.000000
+# missing=
+         kswapd0-37      [000] .....   251.125000: mm_vmscan_writeback_time: nid=0 nr_unmap=32 unmap_ns=123456 nr_pageout=30 pageout_ns=45678
+    app-chrome-1-2345    [001] d..1.   251.500000: mm_vmscan_writeback_time: nid=0 nr_unmap=0 unmap_ns=0 nr_pageout=8 pageout_ns=9000
+         kswapd0-37      [000] .....   252.000000: mm_vmscan_pmr_batch: nid=0 nr_pages=256 nr_unmapped=250 nr_pageout=250 unmap_ns=1048576 pageout_ns=3000000
+# overrun=0
+"""
+
+
+def test_part2_events_are_recorded_by_default():
+    assert "vmscan/mm_vmscan_writeback_time" in TRACE_EVENTS
+    assert "vmscan/mm_vmscan_pmr_batch" in TRACE_EVENTS
+    assert len(set(TRACE_EVENTS)) == len(TRACE_EVENTS)
+
+
+def test_part2_events_parse_with_their_fields():
+    trace = parse_trace(PART2)
+    assert trace.missing == [] and trace.overrun == 0
+    first, direct = trace.named("mm_vmscan_writeback_time")
+    assert first.t_s == pytest.approx(1.125)
+    assert first.fields == {"nid": 0, "nr_unmap": 32, "unmap_ns": 123456, "nr_pageout": 30,
+                            "pageout_ns": 45678}
+    assert direct.task == "app-chrome-1"
+    assert direct.fields["nr_pageout"] == 8
+    (batch,) = trace.named("mm_vmscan_pmr_batch")
+    assert batch.t_s == pytest.approx(2.0)
+    assert batch.fields == {"nid": 0, "nr_pages": 256, "nr_unmapped": 250, "nr_pageout": 250,
+                            "unmap_ns": 1048576, "pageout_ns": 3000000}
+
+
+def test_a_kernel_without_part2_lists_its_events_as_missing():
+    # what the guest writes on a part-1 kernel with today's spec
+    text = ("# start_mono_s=250.0\n"
+            "# missing=vmscan/mm_vmscan_writeback_time,vmscan/mm_vmscan_pmr_batch\n"
+            "       kshrinkd0-38      [001] .....   251.000000: mm_vmscan_kshrinkd_round: "
+            "nid=0 nr_to_shrink=1 nr_scanned=2 nr_added=1 nr_victim=1 target=768\n"
+            "# overrun=0\n")
+    trace = parse_trace(text)
+    assert trace.missing == ["vmscan/mm_vmscan_writeback_time", "vmscan/mm_vmscan_pmr_batch"]
+    assert trace.named("mm_vmscan_writeback_time") == []
+    assert len(trace.named("mm_vmscan_kshrinkd_round")) == 1
