@@ -10,6 +10,9 @@ a missing optional file, are left out). With more than one run, `spread`
 holds the min and max beside it, keyed by dotted path ("response_ms.mean").
 The write-size histogram is summed over runs. `reclaim_cpu_total` (the sum
 over thread families, per run) is added because the ratios need it.
+The nested per-run groups `pmr`, `writeback` and `bulk` are summarised figure
+by figure ("writeback.unmap_us_per_page.p50"); `writeback` and `bulk` are
+null for a scheme none of whose runs has them (a kernel without PMR part 2).
 
 `ratios[scheme]` compares each scheme with "original": the ratio of the
 scheme's median to original's median (None where original's median is 0 or
@@ -37,6 +40,10 @@ NULLABLE = ("response_ms.mean", "response_ms.p50", "response_ms.p95", "reclaim_m
             "reclaim_mbps.peak", "swap_write_kb.mean", "reclaim_cpu_total")
 RATIO_FIGURES = ("response_ms.mean", "reclaim_mbps.peak", "kills", "allocstall",
                  "reclaim_cpu_total", "pswpout_mb")
+# per-run groups of figures, possibly nested, None where a run has none
+NESTED = ("pmr", "writeback", "bulk")
+# groups that every scheme with ok runs has, as an object or null
+OPTIONAL_GROUPS = ("writeback", "bulk")
 TOP_LEVEL = ("scenario", "profile", "dilation", "kernel", "qemu", "guest", "reps", "seed",
              "schemes", "failed_runs", "ratios", "warnings")
 
@@ -86,12 +93,20 @@ def run_figures(m: RunMetrics) -> dict[FigPath, float | None]:
     fig |= {("reclaim_cpu_s", t): s for t, s in (m.reclaim_cpu_s or {}).items()}
     fig[("swap_write_kb", "mean")] = m.swap_write_kb["mean"] if m.swap_write_kb else None
     fig |= {("response_by_app", app): v for app, v in m.response_by_app.items()}
-    for key, value in (m.pmr or {}).items():
-        if isinstance(value, dict):
-            fig |= {("pmr", key, k): v for k, v in value.items()}
-        else:
-            fig[("pmr", key)] = value
+    for group in NESTED:
+        fig |= _flatten((group,), getattr(m, group))
     return fig
+
+
+def _flatten(prefix: FigPath, tree: dict | None) -> dict[FigPath, float | None]:
+    """{"a": {"b": 1}, "c": 2} under prefix p -> {(p, "a", "b"): 1, (p, "c"): 2}."""
+    flat: dict[FigPath, float | None] = {}
+    for key, value in (tree or {}).items():
+        if isinstance(value, dict):
+            flat |= _flatten((*prefix, key), value)
+        else:
+            flat[(*prefix, key)] = value
+    return flat
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -145,6 +160,8 @@ def scheme_entry(runs: list[Run]) -> dict:
         if len(runs) > 1 and present:
             spread[".".join(path)] = {"min": min(present), "max": max(present)}
     entry.setdefault("reclaim_cpu_s", None)
+    for group in OPTIONAL_GROUPS:
+        entry.setdefault(group, None)
     entry["swap_write_kb"]["hist"] = summed_hist(runs)
     if spread:
         entry["spread"] = spread
@@ -251,9 +268,10 @@ def _scheme_problems(name: str, entry) -> list[str]:
             problems.append(f"{where}.{dotted}: missing")
         elif container[key] is not None and not _is_number(container[key]):
             problems.append(f"{where}.{dotted}: not a number")
-    for key in ("reclaim_cpu_s", "swap_write_kb.hist"):
+    for key in ("reclaim_cpu_s", "swap_write_kb.hist", *OPTIONAL_GROUPS):
         if not isinstance(get_path(entry, key), (dict, type(None))):
             problems.append(f"{where}.{key}: not an object or null")
+    problems += [f"{where}.{key}: missing" for key in OPTIONAL_GROUPS if key not in entry]
     for dotted, mm in entry.get("spread", {}).items():
         if not (_is_number(mm.get("min")) and _is_number(mm.get("max")) and mm["min"] <= mm["max"]):
             problems.append(f"{where}.spread.{dotted}: needs numbers min <= max")

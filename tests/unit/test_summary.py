@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from fakerun import kill, write_campaign, write_run
+from fakerun import PMR_VMSTAT_KEYS, kill, pmr_batch, trace_text, write_campaign, write_run, \
+    writeback_time
 from pmr_testbed.summary import validate_summary, write_summary
 
 KILL = kill("firefox", "low_swap_and_thrashing")
@@ -122,6 +123,8 @@ def test_setup_is_copied(tmp_path):
     (lambda s: s["failed_runs"].append({"scheme": "pmr"}), "failed_runs"),
     (lambda s: s["schemes"]["original"]["spread"].__setitem__("kills", {"min": 9, "max": 1}),
      "spread.kills"),
+    (lambda s: s["schemes"]["pmr"].pop("writeback"), "schemes.pmr.writeback"),
+    (lambda s: s["schemes"]["original"].__setitem__("bulk", 12), "schemes.original.bulk"),
 ])
 def test_validate_summary_catches_schema_problems(tmp_path, damage, problem):
     s = write_summary(_results(tmp_path, {"original": [1, 2], "pmr": [0, 1]}))
@@ -137,3 +140,55 @@ def test_scheme_listed_but_never_run_is_flagged(tmp_path):
     s = write_summary(_results(tmp_path, {"original": [1]}, extra_schemes=("pmr",)))
     assert s["schemes"]["pmr"] == {"runs": 0}
     assert any(w.startswith("pmr: no ok runs (0 failed)") for w in s["warnings"])
+
+
+def _writeback_results(tmp_path):
+    """original on a part-2 kernel (writeback events, no batches) and pmr
+    (batches too), 3 reps each; rep r unmaps at r x base µs per page. A third
+    scheme, old, ran on a kernel without part 2."""
+    runs = []
+    for scheme, base_us in (("original", 20), ("pmr", 2)):
+        for rep in (1, 2, 3):
+            us = base_us * rep
+            events = [writeback_time(1.0, 32, 32 * us * 1000, 32, 32 * 50_000),
+                      writeback_time(2.0, 32, 32 * us * 3000, 32, 32 * 50_000)]
+            if scheme == "pmr":
+                events += [pmr_batch(3.0, 128 * rep, 128 * rep, 128 * rep, 0, 0)] * 2
+            write_run(tmp_path / "runs" / f"{scheme}-r{rep}", trace=trace_text(events),
+                      extra_vmstat_keys=PMR_VMSTAT_KEYS)
+            runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
+    write_run(tmp_path / "runs" / "old-r1")
+    runs.append({"scheme": "old", "rep": 1, "status": "ok"})
+    return write_campaign(tmp_path, ["original", "pmr", "old"], runs)
+
+
+def test_writeback_and_bulk_medians_with_spread(tmp_path):
+    s = write_summary(_writeback_results(tmp_path))
+    original, pmr = s["schemes"]["original"], s["schemes"]["pmr"]
+    # rep r: calls at r x 20 and r x 60 µs/page -> p50 r x 40; median over reps at rep 2
+    assert original["writeback"]["unmap_us_per_page"]["p50"] == pytest.approx(80.0)
+    assert original["spread"]["writeback.unmap_us_per_page.p50"] == pytest.approx(
+        {"min": 40.0, "max": 120.0})
+    assert original["writeback"]["pageout_us_per_page"] == pytest.approx({"p50": 50.0,
+                                                                          "p95": 50.0})
+    assert set(original["writeback"]) == {"unmap_us_per_page", "pageout_us_per_page", "unmap_s",
+                                          "pageout_s", "unmap_share"}
+    assert pmr["writeback"]["unmap_us_per_page"]["p50"] == pytest.approx(8.0)
+    assert pmr["writeback"]["unmap_share"] == pytest.approx(8 / 58)
+    # no batch events under original: the counters say 0 batches
+    assert original["bulk"]["batches"] == 0
+    assert original["bulk"]["pages_per_batch_mean"] is None
+    assert pmr["bulk"]["batches"] == 2
+    assert pmr["bulk"]["pages_per_batch_mean"] == pytest.approx(256.0)
+    assert pmr["spread"]["bulk.pages_per_batch_mean"] == pytest.approx({"min": 128, "max": 384})
+    # the PMR table's counters include part 2's
+    assert pmr["pmr"]["pmr_batch"] == 0
+    assert validate_summary(s) == []
+
+
+def test_writeback_and_bulk_are_null_without_part2(tmp_path):
+    s = write_summary(_writeback_results(tmp_path))
+    old = s["schemes"]["old"]
+    assert old["writeback"] is None and old["bulk"] is None
+    assert "pmr" not in old
+    assert validate_summary(s) == []
