@@ -1,14 +1,18 @@
-"""Report: report.md and four plots for a results directory.
+"""Report: report.md and its plots for a results directory.
 
 Reads what summary.py builds (and refreshes summary.json, so the report
-never shows stale numbers); only the throughput-over-time plot needs the
-per-run series. The plots mirror the paper's evaluation figures:
+never shows stale numbers); only the over-time plots and the unmap-time
+distribution need the per-run series. The plots mirror the paper's
+evaluation figures:
 
   plots/reclaim_throughput.png  Fig. 12: swap-device write MB/s over time
   plots/response_time.png       Fig. 11: response time per foreground app
   plots/pressure.png            Fig. 13: LMKD kills, direct reclaims, major faults
   plots/swap_write_sizes.png    write-request sizes (storage-friendly writeback, §4.3)
   plots/victim_list.png         PMR's victim list size over time against its target
+  plots/unmap_time.png          Fig. 7: distribution of the per-page unmap time
+  plots/sweep_<key>.png         Fig. 15b: reclaim throughput against a swept knob
+                                (only when the schemes form a sweep, sweep.py)
 
 Each scheme keeps one colour in every plot. Bars are medians over ok runs,
 whiskers the min and max across reps.
@@ -17,6 +21,7 @@ whiskers the min and max across reps.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import matplotlib
@@ -25,8 +30,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 from matplotlib.axes import Axes  # noqa: E402
 
+import numpy as np  # noqa: E402
+
 from .summary import (BASELINE, RATIO_FIGURES, Run, build_summary, get_path,  # noqa: E402
                       save_summary)
+from .sweep import Sweep, find_sweeps, unit  # noqa: E402
 
 PLOT_FILES = {
     "throughput": "reclaim_throughput.png",
@@ -34,6 +42,7 @@ PLOT_FILES = {
     "pressure": "pressure.png",
     "write_sizes": "swap_write_sizes.png",
     "victims": "victim_list.png",
+    "unmap_time": "unmap_time.png",
 }
 PLOT_CAPTIONS = {
     "throughput": ("Reclaim throughput over time (paper Fig. 12): swap-device write MB/s "
@@ -55,7 +64,16 @@ PLOT_CAPTIONS = {
                 "worked to at each of its rounds (from its round tracepoint; three times "
                 "kswapd's goal, which rises while a watermark boost lasts). Algorithm 1 "
                 "keeps the list near delta between reclaim bursts."),
+    "unmap_time": ("Per-page unmap time (paper Fig. 7): the cumulative distribution, over "
+                   "every shrink_folio_list() call of every ok run that tried to unmap pages, "
+                   "of its try_to_unmap() and TLB-flush time divided by the pages it tried "
+                   "(`mm_vmscan_writeback_time` tracepoint; log scale). A curve further left "
+                   "is cheaper unmapping, a steeper one steadier; the original path's is "
+                   "high and spread out."),
 }
+SWEEP_CAPTION = ("Reclaim throughput against `{key}` (paper Fig. 15b): left, the peak and "
+                 "mean swap-device write MB/s, right, the mean response time; points are "
+                 "medians over reps, whiskers the min and max.")
 HEADLINE = [  # (column title, dotted path in a scheme entry)
     ("response mean ms", "response_ms.mean"), ("p50 ms", "response_ms.p50"),
     ("p95 ms", "response_ms.p95"), ("reclaim mean MB/s", "reclaim_mbps.mean"),
@@ -85,6 +103,9 @@ def write_report(results_dir: Path) -> Path:
     plot_pressure(measured, colours, plot_dir / PLOT_FILES["pressure"])
     plot_write_sizes(measured, colours, plot_dir / PLOT_FILES["write_sizes"])
     plot_victims(ok, colours, plot_dir / PLOT_FILES["victims"])
+    plot_unmap_time(ok, colours, plot_dir / PLOT_FILES["unmap_time"])
+    for key, sweeps in sweeps_by_key(summary["schemes"]).items():
+        plot_sweep(key, sweeps, summary["schemes"], plot_dir / sweep_file(key))
     path = results_dir / "report.md"
     path.write_text(render_markdown(summary))
     return path
@@ -168,6 +189,103 @@ def plot_victims(ok: dict[str, list[Run]], colours: dict, path: Path) -> None:
     ax.set(title="PMR victim list size", xlabel="time since workload start (s)",
            ylabel="victim pages (MB)")
     ax.grid(alpha=0.3)
+    _save(fig, path)
+
+
+def ecdf(samples: list[float], max_points: int = 4000) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted values, share of samples at or below each), thinned to at most
+    `max_points` evenly spaced ranks (the first and last are kept)."""
+    values = np.sort(np.asarray(samples, dtype=float))
+    shares = np.arange(1, len(values) + 1) / len(values)
+    if len(values) > max_points:
+        keep = np.unique(np.linspace(0, len(values) - 1, max_points).round().astype(int))
+        values, shares = values[keep], shares[keep]
+    return values, shares
+
+
+def plot_unmap_time(ok: dict[str, list[Run]], colours: dict, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))
+    for scheme, runs in ok.items():
+        samples = [v for r in runs for v in r.metrics.unmap_us_samples]
+        if not samples:
+            continue
+        values, shares = ecdf(samples)
+        positive = values > 0  # a log axis cannot show 0: the curve starts at their share
+        if not positive.any():
+            continue
+        values, shares = values[positive], shares[positive]
+        start = float(np.mean(np.asarray(samples) <= 0))
+        p50, p95 = np.percentile(samples, [50, 95])
+        ax.step([values[0], *values], [start, *shares], where="post", color=colours[scheme],
+                linewidth=1.4,
+                label=f"{scheme} (p50 {_fmt(float(p50))}, p95 {_fmt(float(p95))} µs)")
+    if ax.lines:
+        ax.set_xscale("log")
+        _legend_outside(ax)
+    else:
+        _no_data(ax, "unmap times (no mm_vmscan_writeback_time events)")
+    ax.set(title="Per-page unmap time per shrink_folio_list() call",
+           xlabel="unmap time per page (µs, log scale)", ylabel="share of calls", ylim=(0, 1.02))
+    ax.grid(alpha=0.3, which="both")
+    _save(fig, path)
+
+
+def sweeps_by_key(schemes: dict[str, dict]) -> dict[str, list[Sweep]]:
+    """The sweeps among the schemes with ok runs, grouped by swept key."""
+    measured = [name for name, e in schemes.items() if e["runs"] > 0]
+    by_key: dict[str, list[Sweep]] = {}
+    for sweep in find_sweeps(measured):
+        by_key.setdefault(sweep.key, []).append(sweep)
+    return by_key
+
+
+def sweep_file(key: str) -> str:
+    return "sweep_" + re.sub(r"[^\w.-]", "_", key) + ".png"
+
+
+def _axis_label(key: str) -> str:
+    return f"{key} ({unit(key)})" if unit(key) else key
+
+
+def _errorbar(ax: Axes, xs: list[float], entries: list[dict], dotted: str, **style) -> None:
+    """Medians at xs with [min, max] whiskers; points without a value are left out."""
+    points = [(x, *_whiskers(e, dotted)) for x, e in zip(xs, entries)
+              if get_path(e, dotted) is not None]
+    if not points:
+        return
+    x, y, errs = zip(*points)
+    yerr = [[err[0][0] if err else 0.0 for err in errs], [err[1][0] if err else 0.0 for err in errs]]
+    ax.errorbar(x, y, yerr=yerr, capsize=3, **style)
+
+
+def plot_sweep(key: str, sweeps: list[Sweep], schemes: dict[str, dict], path: Path) -> None:
+    fig, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(12, 4.5))
+    palette = plt.get_cmap("tab10").colors
+    values = [v for s in sweeps for v, _ in s.points]
+    for i, sweep in enumerate(sweeps):
+        xs = [v for v, _ in sweep.points]
+        entries = [schemes[name] for _, name in sweep.points]
+        colour = palette[i % len(palette)]
+        _errorbar(ax_t, xs, entries, "reclaim_mbps.peak", color=colour, marker="o",
+                  label=f"{sweep.label}: peak")
+        _errorbar(ax_t, xs, entries, "reclaim_mbps.mean", color=colour, marker="s",
+                  linestyle="--", label=f"{sweep.label}: mean")
+        _errorbar(ax_r, xs, entries, "response_ms.mean", color=colour, marker="o",
+                  label=sweep.label)
+    for ax, title, ylabel in ((ax_t, "Reclaim throughput", "swap-device writes (MB/s)"),
+                              (ax_r, "Mean response time", "response time (ms)")):
+        if min(values) > 0:
+            ax.set_xscale("log")
+        ticks = sorted(set(values))
+        ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
+        ax.minorticks_off()
+        ax.set(title=title, xlabel=_axis_label(key), ylabel=ylabel)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(frameon=False, fontsize=8)
+        else:
+            _no_data(ax, "values")
     _save(fig, path)
 
 
@@ -325,14 +443,83 @@ PMR_COLUMNS = [("pmr.kshrinkd_wake", "kshrinkd wake-ups"), ("pmr.pgscan_kshrinkd
                ("pmr.nr_victim_mb.mean", "victim list mean MB"),
                ("pmr.nr_victim_mb.min", "min MB"), ("pmr.nr_victim_mb.max", "max MB"),
                ("pmr.nr_victim_mb.last", "at end MB"), ("pmr.target_mb", "target MB")]
+# PMR part 2's counters: columns only when some scheme's kernel has them
+PMR_BULK_COLUMNS = [("pmr.pmr_batch", "bulk batches"), ("pmr.pmr_batch_pages", "batch pages"),
+                    ("pmr.pmr_batch_pageout", "batch pageouts"),
+                    ("pmr.pmr_batch_unmap_us", "batch unmap µs")]
+
+
+def _rows(schemes: dict[str, dict], columns: list[tuple[str, str]], keep) -> list[list[str]]:
+    """A row per scheme for which keep(entry) holds: its name, then each
+    column's median with [min, max]."""
+    return [[name, *(_cell(get_path(e, key), e.get("spread", {}).get(key)) for key, _ in columns)]
+            for name, e in schemes.items() if keep(e)]
 
 
 def pmr_table(schemes: dict[str, dict]) -> list[str]:
     """PMR's counters, for the schemes run on a kernel that has them."""
-    rows = [[name, *(_cell(get_path(e, key), e.get("spread", {}).get(key))
-                     for key, _ in PMR_COLUMNS)]
-            for name, e in schemes.items() if e.get("pmr")]
-    return _table(["scheme", *(title for _, title in PMR_COLUMNS)], rows) if rows else []
+    with_pmr = {name: e for name, e in schemes.items() if e.get("pmr")}
+    columns = PMR_COLUMNS + [c for c in PMR_BULK_COLUMNS
+                             if any(get_path(e, c[0]) is not None for e in with_pmr.values())]
+    rows = _rows(with_pmr, columns, lambda e: True)
+    return _table(["scheme", *(title for _, title in columns)], rows) if rows else []
+
+
+WRITEBACK_COLUMNS = [
+    ("writeback.unmap_us_per_page.p50", "unmap µs/page p50"),
+    ("writeback.unmap_us_per_page.p95", "p95"),
+    ("writeback.pageout_us_per_page.p50", "pageout µs/page p50"),
+    ("writeback.unmap_share", "unmap share"),
+    ("writeback.unmap_s", "unmap s"), ("writeback.pageout_s", "pageout s"),
+    ("bulk.batches", "bulk batches"), ("bulk.pages_per_batch_mean", "pages per batch"),
+    ("bulk.unmap_us_per_page_p50", "batch unmap µs/page p50"),
+]
+
+
+def writeback_table(schemes: dict[str, dict]) -> list[str]:
+    """Unmap and pageout cost and PMR's bulk batches, for the schemes whose
+    kernel reported them."""
+    rows = _rows(schemes, WRITEBACK_COLUMNS,
+                 lambda e: e.get("writeback") is not None or e.get("bulk") is not None)
+    return _table(["scheme", *(title for _, title in WRITEBACK_COLUMNS)], rows) if rows else []
+
+
+SWEEP_COLUMNS = [("reclaim_mbps.peak", "reclaim peak MB/s"),
+                 ("reclaim_mbps.mean", "reclaim mean MB/s"),
+                 ("response_ms.mean", "response mean ms"),
+                 ("writeback.unmap_us_per_page.p50", "unmap µs/page p50")]
+
+
+def sweep_optimum(sweep: Sweep, schemes: dict[str, dict]) -> tuple[float, str] | None:
+    """The (value, scheme) with the highest median peak reclaim throughput
+    (the smaller value on a tie), or None if no point has one."""
+    measured = [(get_path(schemes[name], "reclaim_mbps.peak"), -value, value, name)
+                for value, name in sweep.points
+                if get_path(schemes[name], "reclaim_mbps.peak") is not None]
+    if not measured:
+        return None
+    _, _, value, name = max(measured)
+    return value, name
+
+
+def sweep_lines(key: str, sweeps: list[Sweep], schemes: dict[str, dict]) -> list[str]:
+    """report.md's part for one swept key: a table per sweep, its optimum, the figure."""
+    u = unit(key)
+    lines = [f"### `{key}`", ""]
+    for sweep in sweeps:
+        rows = [[f"{value:g}", f"`{name}`", str(schemes[name]["runs"]),
+                 *(_cell(get_path(schemes[name], d), schemes[name].get("spread", {}).get(d))
+                   for d, _ in SWEEP_COLUMNS)]
+                for value, name in sweep.points]
+        lines += [f"Scheme `{sweep.label}` with `{key}` set to each value:", "",
+                  *_table([f"{key}" + (f" ({u})" if u else ""), "scheme", "runs",
+                           *(title for _, title in SWEEP_COLUMNS)], rows), ""]
+        if best := sweep_optimum(sweep, schemes):
+            peak = get_path(schemes[best[1]], "reclaim_mbps.peak")
+            lines += [f"Optimum: **{best[0]:g}{' ' + u if u else ''}** (`{best[1]}`), the "
+                      f"highest median peak reclaim throughput ({_fmt(peak)} MB/s).", ""]
+    lines += [f"![sweep {key}](plots/{sweep_file(key)})", "", SWEEP_CAPTION.format(key=key), ""]
+    return lines
 
 
 def ratio_table(ratios: dict[str, dict]) -> list[str]:
@@ -387,6 +574,18 @@ def render_markdown(s: dict) -> str:
         lines += ["PMR's victim list (pages counted by /proc/vmstat over the run; the list "
                   "size sampled every 100 ms; every scheme on a PMR kernel has the counters, "
                   "they stay 0 where vm.pmr_mode is 0):", "", *pmr, ""]
+    if wb := writeback_table(s["schemes"]):
+        lines += ["## Writeback", "",
+                  "What reclaim's unmapping and pageout cost (PMR part 2's "
+                  "`mm_vmscan_writeback_time` tracepoint, every scheme on a kernel with the "
+                  "series): per-page times are over shrink_folio_list() calls, each call "
+                  "weighted once (unmap: try_to_unmap() and TLB flushes per page tried; "
+                  "pageout: pageout() per page written), totals in seconds over the run; the "
+                  "unmap share is unmap / (unmap + pageout) time. Bulk batches are PMR's "
+                  "storage-friendly writeback (vm.pmr_mode=2; `mm_vmscan_pmr_batch`, or "
+                  "/proc/vmstat's `pmr_batch*` counters when not traced, which give no "
+                  "median); 0 under another mode, – on a kernel without them.", "",
+                  *wb, ""]
     lines += ["## Versus original", ""]
     if s["ratios"]:
         lines += [f"Each scheme's median divided by `{BASELINE}`'s median (0.56 = 44% lower); "
@@ -395,6 +594,12 @@ def render_markdown(s: dict) -> str:
                   *ratio_table(s["ratios"]), ""]
     else:
         lines += [f"No comparison: `{BASELINE}` has no ok runs or no other scheme has.", ""]
+    if sweeps := sweeps_by_key(s["schemes"]):
+        lines += ["## Sweeps", "",
+                  "Schemes that differ only in one knob's value (`NAME@KNOB=VALUE`); "
+                  "medians over reps, `[min, max]` across them.", ""]
+        for key, key_sweeps in sweeps.items():
+            lines += sweep_lines(key, key_sweeps, s["schemes"])
     lines += ["## Setup", "", *setup_lines(s), "", "## Plots", ""]
     for key, file in PLOT_FILES.items():
         lines += [f"![{key}](plots/{file})", "", PLOT_CAPTIONS[key], ""]

@@ -5,9 +5,12 @@ import re
 
 import pytest
 
-from fakerun import kill, switch, write_campaign, write_run
+from fakerun import (PMR_VMSTAT_KEYS, kill, pmr_batch, switch, trace_text, write_campaign,
+                     write_run, writeback_time)
+from pmr_testbed import report
 from pmr_testbed.metrics import MB
-from pmr_testbed.report import PLOT_FILES, bucketed, median_run, size_bucket_kb, write_report
+from pmr_testbed.report import (PLOT_FILES, bucketed, ecdf, median_run, size_bucket_kb,
+                                write_report)
 from pmr_testbed.summary import Run, load_campaign, load_runs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -78,7 +81,8 @@ def test_report_without_failures_or_baseline_data(tmp_path):
     md = write_report(results).read_text()
     assert "No comparison" in md
     assert "original: no ok runs (2 failed)" in md
-    assert len(list((results / "plots").glob("*.png"))) == 5
+    # every fixed plot, and no sweep plot: these schemes are not one knob's values
+    assert {p.name for p in (results / "plots").glob("*.png")} == set(PLOT_FILES.values())
 
 
 @pytest.mark.parametrize("size_kb, bucket", [(0.5, 0.5), (4, 4), (12, 8), (64, 64), (1023, 512)])
@@ -97,3 +101,165 @@ def test_median_run_is_chosen_by_mean_throughput(tmp_path):
     for run, mean in zip(runs, (30.0, None, 10.0)):  # None: no swap writes, ranks lowest
         run.metrics = dataclasses.replace(run.metrics, reclaim_mbps={"mean": mean, "peak": 1.0})
     assert median_run(runs).rep == 3
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures write_report saves, by file name (still saved as PNGs)."""
+    saved = {}
+    save = report._save
+
+    def keep(fig, path):
+        saved[path.name] = fig
+        save(fig, path)
+    monkeypatch.setattr(report, "_save", keep)
+    return saved
+
+
+def _table_rows(md: str, section: str) -> dict[str, list[str]]:
+    """{first cell: cells} of the markdown table under `## section`."""
+    text = md.split(f"## {section}\n")[1].split("\n## ")[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")]
+            for line in text.splitlines() if line.startswith("| ")]
+    return {row[0]: row for row in rows}
+
+
+def _writeback_results(tmp_path):
+    """original (unmap 20-60 µs/page, no batches), pmr (2-6 µs/page, 2 batches of
+    256 pages) on a part-2 kernel; pps on a part-1 kernel (no writeback figures)."""
+    runs = []
+    for scheme, us in (("original", 20), ("pmr", 2), ("pps", None)):
+        for rep in (1, 2):
+            events, keys = [], PMR_VMSTAT_KEYS[:6]
+            if us is not None:
+                keys = PMR_VMSTAT_KEYS
+                events = [writeback_time(1.0 + i / 10, 32, 32 * us * (1 + i) * 1000, 32,
+                                         32 * 40_000) for i in range(5)]
+            if scheme == "pmr":
+                events += [pmr_batch(2.0, 256, 256, 250, 256 * 1000, 0)] * 2
+            write_run(tmp_path / "runs" / f"{scheme}-r{rep}", extra_vmstat_keys=keys,
+                      trace=trace_text(events), write_sectors=_ramp([0, 10, 20, 0]))
+            runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
+    return write_campaign(tmp_path, ["original", "pmr", "pps"], runs, reps=2)
+
+
+def test_writeback_table_and_bulk_counters(tmp_path):
+    md = write_report(_writeback_results(tmp_path)).read_text()
+    rows = _table_rows(md, "Writeback")
+    assert set(rows) == {"scheme", "original", "pmr"}  # pps's kernel has no part 2
+    header = rows["scheme"]
+    # the medians (both reps are alike, so every spread is [x, x])
+    original = {h: c.split(" [")[0] for h, c in zip(header, rows["original"])}
+    pmr = {h: c.split(" [")[0] for h, c in zip(header, rows["pmr"])}
+    assert rows["original"][1] == "60.0 [60.0, 60.0]"
+    # calls at 1..5 x base µs/page: p50 3 x base, p95 4.8 x base
+    assert original["unmap µs/page p50"] == "60.0"
+    assert original["p95"] == "96.0"
+    assert pmr["unmap µs/page p50"] == "6.00"
+    assert original["pageout µs/page p50"] == "40.0"
+    assert original["bulk batches"] == "0" and original["pages per batch"] == "–"
+    assert pmr["bulk batches"] == "2" and pmr["pages per batch"] == "256"
+    assert pmr["batch unmap µs/page p50"] == "1.00"
+    # unmap share: 3 x base per page against 40 µs of pageout
+    assert original["unmap share"] == f"{60 / 100:.2f}"
+    assert pmr["unmap share"] == f"{6 / 46:.2f}"
+    # part 2's counters join the PMR table (– for the part-1 kernel)
+    pmr_table = md.split("PMR's victim list")[1].split("\n## ")[0]
+    assert "bulk batches" in pmr_table and "batch unmap µs" in pmr_table
+    pps_row = next(line for line in pmr_table.splitlines() if line.startswith("| pps |"))
+    assert pps_row.rstrip(" |").endswith("–")
+
+
+def test_no_writeback_section_or_bulk_columns_without_part2(tmp_path):
+    md = write_report(_write_results(tmp_path)).read_text()
+    assert "## Writeback" not in md
+    assert "bulk batches" not in md
+    assert "![unmap_time](plots/unmap_time.png)" in md
+
+
+def test_unmap_time_plot_is_a_log_scale_distribution_per_scheme(tmp_path, figures):
+    write_report(_writeback_results(tmp_path))
+    (ax,) = figures[PLOT_FILES["unmap_time"]].axes
+    assert ax.get_xscale() == "log"
+    labels = [line.get_label() for line in ax.lines]
+    assert len(labels) == 2 and labels[0].startswith("original (p50 60.0")
+    assert labels[1].startswith("pmr (p50 6.00")
+    # the curve covers both reps' calls, rising from 0 to 1
+    xs, ys = ax.lines[0].get_xdata(), ax.lines[0].get_ydata()
+    assert (xs.min(), xs.max()) == (pytest.approx(20.0), pytest.approx(100.0))
+    assert (ys[0], ys[-1]) == (0.0, 1.0) and list(ys) == sorted(ys)
+
+
+def test_unmap_time_plot_without_events_says_so(tmp_path, figures):
+    write_report(_write_results(tmp_path))
+    (ax,) = figures[PLOT_FILES["unmap_time"]].axes
+    assert len(ax.lines) == 0 and "no unmap times" in ax.texts[0].get_text()
+
+
+def test_ecdf_is_thinned_but_keeps_its_ends():
+    values, shares = ecdf([3.0, 1.0, 2.0, 2.0])
+    assert list(values) == [1.0, 2.0, 2.0, 3.0]
+    assert list(shares) == [0.25, 0.5, 0.75, 1.0]
+    values, shares = ecdf(list(range(10_000, 0, -1)), max_points=100)
+    assert len(values) == 100 and (values[0], values[-1], shares[-1]) == (1, 10_000, 1.0)
+
+
+KEY = "pmr_unmap_unit_kbytes"
+# peak MB/s of reps 1 and 2 for each unit: 256 kB is best
+SWEEP_PEAKS = {64: (30, 34), 256: (60, 64), 1024: (45, 49)}
+
+
+def _sweep_results(tmp_path):
+    runs = []
+    schemes = ["original", *(f"pmr@{KEY}={kb}" for kb in SWEEP_PEAKS)]
+    for scheme in schemes:
+        kb = int(scheme.rsplit("=", 1)[1]) if "@" in scheme else None
+        for rep in (1, 2):
+            peak = SWEEP_PEAKS[kb][rep - 1] if kb else 20
+            write_run(tmp_path / "runs" / f"{scheme}-r{rep}",
+                      switches=[switch("chrome", "cold", 1000.0 - (kb or 0) / 4, 0)],
+                      write_sectors=_ramp([0, peak / 2, peak, 0]))
+            runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
+    return write_campaign(tmp_path, schemes, runs, reps=2)
+
+
+def test_sweep_table_optimum_and_figure(tmp_path, figures):
+    results = _sweep_results(tmp_path)
+    md = write_report(results).read_text()
+    png = results / "plots" / f"sweep_{KEY}.png"
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    assert f"![sweep {KEY}](plots/sweep_{KEY}.png)" in md
+    rows = _table_rows(md, "Sweeps")
+    assert list(rows) == [f"{KEY} (kB)", "64", "256", "1024"]
+    assert rows["256"][1:4] == [f"`pmr@{KEY}=256`", "2", "62.0 [60.0, 64.0]"]
+    assert f"Optimum: **256 kB** (`pmr@{KEY}=256`)" in md
+    assert "(62.0 MB/s)" in md
+
+    ax_t, ax_r = figures[f"sweep_{KEY}.png"].axes
+    assert ax_t.get_xscale() == "log" and ax_t.get_xlabel() == f"{KEY} (kB)"
+    peak = ax_t.containers[0]  # errorbar container of the peak line
+    assert list(peak.lines[0].get_xdata()) == [64, 256, 1024]
+    assert list(peak.lines[0].get_ydata()) == pytest.approx([32, 62, 47], rel=1e-3)
+    # whiskers span each value's reps
+    (whiskers,) = peak.lines[2]
+    assert [tuple(seg[:, 1]) for seg in whiskers.get_segments()] == [
+        pytest.approx((30, 34), rel=1e-3), pytest.approx((60, 64), rel=1e-3),
+        pytest.approx((45, 49), rel=1e-3)]
+    assert list(ax_r.lines[0].get_ydata()) == pytest.approx([984, 936, 744])
+
+
+def test_no_sweep_when_schemes_differ_in_more_than_a_value(tmp_path):
+    results = _sweep_results(tmp_path)
+    campaign = results / "campaign.json"
+    # the 1024 kB variant fails in both reps: two values remain, still a sweep
+    campaign.write_text(campaign.read_text().replace(
+        f'"dir": "runs/pmr@{KEY}=1024-r', '"dir": "gone/r'))
+    md = write_report(results).read_text()
+    assert list(_table_rows(md, "Sweeps")) == [f"{KEY} (kB)", "64", "256"]
+    # with a single value left there is no sweep
+    campaign.write_text(campaign.read_text().replace(
+        f'"dir": "runs/pmr@{KEY}=64-r', '"dir": "gone/r'))
+    (results / "plots" / f"sweep_{KEY}.png").unlink()
+    md = write_report(results).read_text()
+    assert "## Sweeps" not in md
+    assert not (results / "plots" / f"sweep_{KEY}.png").exists()
