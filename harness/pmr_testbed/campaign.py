@@ -9,6 +9,7 @@ and is rewritten after every run so partial campaigns stay readable.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
@@ -29,6 +30,7 @@ class CampaignRequest:
     seed: int
     out: Path
     flavour: str = "testbed"
+    rounds: int | None = None   # overrides the scenario's rounds (quick runs, sweeps)
 
 
 def _data_disk_mb(guest_spec: dict) -> int:
@@ -54,6 +56,10 @@ def plan(req: CampaignRequest) -> Plan:
     """Check the request and the host before anything is built or written."""
     profile = profiles.load(req.profile)
     scenario = scenarios.load(req.scenario)
+    if req.rounds is not None:
+        if req.rounds < 1:
+            raise UserError(f"--rounds must be at least 1, got {req.rounds}")
+        scenario = dataclasses.replace(scenario, rounds=req.rounds)
     scheme_list = schemes.parse_list(req.schemes, profile)
     if req.reps < 1:
         raise UserError(f"--reps must be at least 1, got {req.reps}")
@@ -73,7 +79,7 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
     machine = guest_setup.prepare(profile, req.flavour, req.out, lambda msg: progress(msg, False))
     image, accel, dil, limits = machine.image, machine.accel, machine.dilation, machine.limits
     campaign = {
-        "scenario": scenario.name, "profile": profile.name,
+        "scenario": scenario.name, "rounds": scenario.rounds, "profile": profile.name,
         "schemes": [s.name for s in scheme_list], "reps": req.reps, "seed": req.seed,
         "dilation": dil.as_dict(),
         "qemu": {"accel": accel, **limits},

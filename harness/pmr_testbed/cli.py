@@ -4,6 +4,7 @@
     pmrtb run --scenario paper --profile pixel6pro --schemes original,mglru --reps 3
     pmrtb report results/<dir>
     pmrtb reliability --profile pixel5 --scheme original [--toggle PATH=V1,V2,...]
+                      [--swap-full] [--swap-write-errors]
     pmrtb shell [--profile pixel6pro]
 """
 
@@ -44,10 +45,11 @@ def run(
     seed: int = typer.Option(1, help="seed of app order and dwell times, same for all schemes"),
     out: Path = typer.Option(None, help="results directory (default results/<scenario>-<profile>-<time>)"),
     flavour: str = typer.Option("testbed", help="kernel flavour: testbed or debug"),
+    rounds: int = typer.Option(None, help="override the scenario's rounds (quick runs, sweeps)"),
 ) -> None:
     """Run a scenario on a profile for each scheme, then write summary.json and the report."""
     out = out or paths.RESULTS_DIR / f"{scenario}-{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
-    req = campaign.CampaignRequest(scenario, profile, schemes, reps, seed, out, flavour)
+    req = campaign.CampaignRequest(scenario, profile, schemes, reps, seed, out, flavour, rounds)
     plan = campaign.plan(req)
     n_runs = reps * len(plan.schemes)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
@@ -98,11 +100,16 @@ def reliability(
     swap_factor: float = typer.Option(4.0, help="load until pswpout reaches this many times RAM"),
     out: Path = typer.Option(None, help="results directory "
                                         "(default results/reliability-<profile>-<scheme>-<time>)"),
+    swap_full: bool = typer.Option(False, "--swap-full",
+                                   help="a swap disk that runs full (OOM kills allowed)"),
+    swap_write_errors: bool = typer.Option(False, "--swap-write-errors",
+                                           help="writes to part of the swap disk fail (EIO)"),
 ) -> None:
     """Data integrity and kernel reliability under heavy swapping: exit 0 if every check passed."""
     out = out or paths.RESULTS_DIR / f"reliability-{profile}-{scheme}-{time.strftime('%Y%m%d-%H%M%S')}"
     req = reliability_mod.ReliabilityRequest(profile, scheme, out, flavour, toggle, toggles,
-                                             toggle_refused, swap_factor)
+                                             toggle_refused, swap_factor, swap_full=swap_full,
+                                             swap_write_errors=swap_write_errors)
     plan = reliability_mod.plan(req)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=err, transient=False) as bar:

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths
+from . import blkdebug, paths
 from .errors import GuestError, UserError
 
 ACCEL_CACHE = paths.BUILD_DIR / "accel.json"
@@ -38,15 +38,24 @@ SPLAT_PATTERNS = [
 
 @dataclass(frozen=True)
 class Disk:
-    """A raw image attached as virtio-blk with a serial the guest looks for."""
+    """A raw image attached as virtio-blk with a serial the guest looks for;
+    with `blkdebug` (a config file, blkdebug.py) QEMU's blkdebug driver sits
+    between the raw format and the image and fails the writes it names, which
+    QEMU reports to the guest (werror=report) instead of pausing it."""
     path: Path
     serial: str
     size_mb: int
     throttle: dict = field(default_factory=dict)  # QEMU throttling.* options
+    blkdebug: Path | None = None
 
     def qemu_args(self) -> list[str]:
-        opts = [f"file={self.path}", "if=none", f"id={self.serial}", "format=raw",
-                "cache=writeback", "discard=unmap"]
+        common = ["if=none", f"id={self.serial}", "format=raw", "cache=writeback",
+                  "discard=unmap"]
+        if self.blkdebug is None:
+            opts = [f"file={blkdebug.qemu_escape(str(self.path))}", *common]
+        else:
+            opts = [*common, *blkdebug.file_options(self.path, self.blkdebug),
+                    "werror=report", "rerror=report"]
         key = {"bps_write": "bps-write", "iops_write": "iops-write",
                "bps_read": "bps-read", "iops_read": "iops-read"}
         for name, value in self.throttle.items():
@@ -66,10 +75,14 @@ def create_disk(disk: Disk) -> None:
         fh.truncate(disk.size_mb * 2**20)
 
 
-def splats(console: str) -> list[str]:
-    """Console lines that show an oops, BUG, WARNING, lockdep or KASAN report."""
+def splats(console: str, expected: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Console lines that show an oops, BUG, WARNING, lockdep or KASAN report,
+    leaving out lines that match one of the `expected` patterns (messages a
+    run provokes on purpose, e.g. injected I/O errors)."""
     rx = re.compile("|".join(SPLAT_PATTERNS))
-    return [line.strip() for line in console.splitlines() if rx.search(line)]
+    skip = re.compile("|".join(expected)) if expected else None
+    return [line.strip() for line in console.splitlines()
+            if rx.search(line) and not (skip and skip.search(line))]
 
 
 def tail(text: str, lines: int = 40) -> str:

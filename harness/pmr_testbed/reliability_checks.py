@@ -1,6 +1,7 @@
 """reliability.json on the host: checking its shape, adding the host's own
-check (kernel splats on the console), and turning it into table rows and
-an exit status (0 when nothing failed, 1 otherwise).
+checks (kernel splats on the console; with --swap-write-errors, the
+injected errors seen, swap_write_errors.py), and turning it into table rows
+and an exit status (0 when nothing failed, 1 otherwise).
 """
 
 from __future__ import annotations
@@ -48,7 +49,13 @@ def with_kernel_log(result: dict, splats: list[str]) -> dict:
         check = {"name": KERNEL_LOG, "status": "pass",
                  "detail": "no oops, BUG, WARNING, KASAN or lockdep report on the console",
                  "figures": {"splats": []}}
-    checks = [c for c in result["checks"] if c["name"] != KERNEL_LOG] + [check]
+    return with_check(result, check)
+
+
+def with_check(result: dict, check: dict) -> dict:
+    """A copy of `result` with `check` last (replacing one of the same name)
+    and the status recomputed."""
+    checks = [c for c in result["checks"] if c["name"] != check["name"]] + [check]
     out = dict(result, checks=checks)
     out["status"] = "ok" if _passed(out) else "failed"
     return out

@@ -22,6 +22,10 @@ def pmrtb(*args, cwd=ROOT):
     (["--scenario", "smoke", "--profile", "pixel5", "--schemes", ","], "no schemes given"),
     (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "original", "--reps", "0"],
      "--reps must be at least 1"),
+    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "original", "--rounds", "0"],
+     "--rounds must be at least 1"),
+    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr@nope=1"],
+     "scheme pmr has no knob 'nope'"),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, args, message):
     out = tmp_path / "out"

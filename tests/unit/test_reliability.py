@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pmr_testbed import profiles, reliability, reliability_checks, schemes
+from pmr_testbed import guest, profiles, reliability, reliability_checks, schemes
+from pmr_testbed import swap_write_errors
 from pmr_testbed.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +35,7 @@ def pmrtb(*args):
     (["--swap-factor", "0"], "--swap-factor must be in (0, 50]"),
     (["--swap-factor", "-2"], "--swap-factor must be in (0, 50]"),
     (["--flavour", "fast"], "unknown kernel flavour 'fast'"),
+    (["--swap-full", "--swap-factor", "2"], "with --swap-full the load ends 2 sweeps after"),
 ])
 def test_bad_arguments_one_line_exit_2(tmp_path, args, message):
     out = tmp_path / "out"
@@ -71,7 +73,7 @@ def test_guest_spec_has_the_documented_fields_and_a_swap_disk_that_fits(tmp_path
     p = reliability.Plan(req, profile, schemes.resolve("original", profile), toggle)
     spec = reliability.build_spec(p, tmp_path / "o")
     assert set(spec) == {"out_dir", "deadline_s", "scheme", "memory", "swap", "swap_factor",
-                         "checker", "stress_ng", "toggle"}
+                         "checker", "stress_ng", "toggle", "swap_full"}
     assert spec["toggle"]["count"] == 20 and spec["toggle"]["values"] == ["n", "y"]
     assert spec["checker"]["processes"] >= 2
     assert spec["scheme"]["knobs"] == [{"path": "/sys/kernel/mm/lru_gen/enabled", "value": "n"}]
@@ -79,6 +81,106 @@ def test_guest_spec_has_the_documented_fields_and_a_swap_disk_that_fits(tmp_path
     # The workload (checker + stress-ng) beyond RAM must fit in swap.
     workload = (reliability.CHECKER_RAM_RATIO + reliability.STRESS_RAM_RATIO) * profile.guest_ram_mb
     assert p.swap_mb > workload - profile.guest_ram_mb and p.swap_mb > profile.guest_swap_mb
+
+
+def _plan(tmp_path, profile_name="pixel5", **flags):
+    profile = profiles.load(profile_name)
+    req = reliability.ReliabilityRequest(profile_name, "original", tmp_path / "o", **flags)
+    return reliability.Plan(req, profile, schemes.resolve("original", profile), None)
+
+
+@pytest.mark.parametrize("profile_name", ["pixel5", "pixel6pro"])
+def test_swap_full_disk_holds_the_checkers_but_not_stress_ng_too(tmp_path, profile_name):
+    normal = _plan(tmp_path, profile_name)
+    full = _plan(tmp_path, profile_name, swap_full=True)
+    ram = normal.profile.guest_ram_mb
+    assert normal.swap_mb == round(ram * reliability.SWAP_RAM_RATIO)
+    assert full.swap_mb == round(ram * reliability.SWAP_FULL_RAM_RATIO) < normal.swap_mb
+    # The guest's bounds (runtime/src/reliability.rs, swap_size_problem), with
+    # MemTotal between 90% and 97% of the guest's RAM.
+    for mem_total in (0.90 * ram, 0.97 * ram):
+        assert full.swap_mb >= (reliability.CHECKER_RAM_RATIO - 0.6) * mem_total
+        assert full.swap_mb <= (reliability.CHECKER_RAM_RATIO + reliability.STRESS_RAM_RATIO
+                                - 0.95) * mem_total
+    spec = reliability.build_spec(full, tmp_path / "o")
+    assert spec["swap_full"] is True and spec["swap_factor"] == reliability.DEFAULT_SWAP_FACTOR
+    assert reliability.build_spec(normal, tmp_path / "o")["swap_full"] is False
+
+
+def test_write_errors_get_a_region_inside_the_disk_in_every_mode(tmp_path):
+    assert _plan(tmp_path).error_region is None
+    assert _plan(tmp_path, swap_full=True).error_region is None
+    for flags in ({}, {"swap_full": True}):
+        p = _plan(tmp_path, swap_write_errors=True, **flags)
+        r = p.error_region
+        assert 0 < r.first_sector < r.end_sector <= p.swap_mb * 2**20 // 512
+        assert "swap_write_errors" not in reliability.build_spec(p, tmp_path / "o")
+    both = _plan(tmp_path, swap_full=True, swap_write_errors=True)
+    assert both.swap_mb == _plan(tmp_path, swap_full=True).swap_mb
+    assert reliability.describe_faults(both) == (", sized to run full, writes failing at "
+                                                 "sectors 131072-135167")
+    assert reliability.describe_faults(_plan(tmp_path)) == ""
+
+
+def _console(*lines):
+    return "\n".join(f"[{10 + i:8.6f}] {line}" for i, line in enumerate(lines))
+
+
+WRITE_ERROR = "Write-error on swap-device (254:16:131080)"
+IO_ERROR = ("I/O error, dev vdb, sector 131072 op 0x1:(WRITE) flags 0x800 phys_seg 1 "
+            "prio class 2")
+
+
+def test_swap_write_errors_passes_only_when_the_swap_layer_logged_one():
+    region = reliability.blkdebug.region_for(2320)
+    ok = swap_write_errors.check(_console(
+        "Adding 2375676k swap on /dev/vdb.", IO_ERROR, WRITE_ERROR,
+        "end_swap_bio_write: 41 callbacks suppressed", WRITE_ERROR,
+        "blk_print_req_error: 7 callbacks suppressed",
+        "I/O error, dev vdc, sector 8 op 0x1:(WRITE) flags 0x0 phys_seg 1 prio class 2"),
+        "vdb", region)
+    assert ok["name"] == "swap_write_errors" and ok["status"] == "pass", ok
+    f = ok["figures"]
+    assert (f["swap_layer_lines"], f["swap_layer_suppressed"]) == (2, 41)
+    assert (f["block_layer_lines"], f["block_layer_suppressed"]) == (1, 7)
+    assert f["outside_region"] == [] and f["sectors"] == [131072, 131080]
+    assert "logged 2 write error(s) (+41 rate-limited)" in ok["detail"]
+
+    block_only = swap_write_errors.check(_console(IO_ERROR), "vdb", region)
+    assert block_only["status"] == "fail" and "did not go through" in block_only["detail"]
+    nothing = swap_write_errors.check(_console("Adding 2375676k swap on /dev/vdb."), "vdb", region)
+    assert nothing["status"] == "fail" and "no swap write error" in nothing["detail"]
+    other_disk = swap_write_errors.check(_console(IO_ERROR.replace("vdb", "vdc")), "vdb", region)
+    assert other_disk["figures"]["block_layer_lines"] == 0 and other_disk["status"] == "fail"
+
+    far = swap_write_errors.check(_console("Write-error on swap-device (254:16:8)"), "vdb", region)
+    assert far["status"] == "pass" and far["figures"]["outside_region"] == [8]
+    assert "1 logged sector(s) outside it, first 8" in far["detail"]
+
+
+def test_kernel_log_ignores_the_injected_errors_but_not_a_splat():
+    console = _console(IO_ERROR, WRITE_ERROR, "end_swap_bio_write: 3 callbacks suppressed")
+    warning = "WARNING: CPU: 1 PID: 80 at mm/page_io.c:42 end_swap_bio_write+0x1/0x2"
+    found = guest.splats(console + "\n" + _console(warning), swap_write_errors.EXPECTED)
+    assert len(found) == 1 and "WARNING: CPU" in found[0]
+    assert guest.splats(console, swap_write_errors.EXPECTED) == []
+    for splat in ("BUG: KASAN: use-after-free in swap_writepage", "Oops: 0000 [#1] SMP",
+                  "possible circular locking dependency detected"):
+        assert guest.splats(console + "\n" + splat, swap_write_errors.EXPECTED) == [splat]
+
+
+def test_host_checks_go_last_and_decide_the_status():
+    region = reliability.blkdebug.region_for(2320)
+    result = reliability_checks.with_check(
+        _result("pass", "skipped"), swap_write_errors.check("", "vdb", region))
+    result = reliability_checks.with_kernel_log(result, [])
+    assert [c["name"] for c in result["checks"]] == ["c0", "c1", "swap_write_errors",
+                                                     "kernel_log"]
+    assert result["status"] == "failed" and reliability_checks.exit_status(result) == 1
+    seen = reliability_checks.with_check(
+        result, swap_write_errors.check(_console(WRITE_ERROR), "vdb", region))
+    assert seen["status"] == "ok" and [c["name"] for c in seen["checks"]].count(
+        "swap_write_errors") == 1
 
 
 def _result(*statuses, error=None):
