@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make main   build the kernel, boot the guest, run `paper` on pixel6pro
-#               for original,mglru,pps (3 repetitions), write the report
+#               for original,mglru,pps,pmr (3 repetitions), write the report
 #   make test   unit tests (harness and runtime) and the integration test
 # Both install what they need first (scripts/setup.sh, idempotent).
 
@@ -8,11 +8,11 @@ PMRTB = .venv/bin/pmrtb
 PYTEST = .venv/bin/python -m pytest
 CARGO = $(shell command -v cargo || echo $(HOME)/.cargo/bin/cargo)
 REPS ?= 3
-SCHEMES ?= original,mglru,pps
+SCHEMES ?= original,mglru,pps,pmr
 OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
 
 .PHONY: setup main test unit-test integration-test kernel debug-kernel smoke reliability \
-	pmr-reliability pmr-debug
+	pmr-reliability pmr-faults pmr-debug unit-sweep
 
 setup:
 	./scripts/setup.sh
@@ -45,19 +45,40 @@ reliability: setup
 	$(PMRTB) reliability --profile pixel5 --scheme original $(RELIABILITY_ARGS)
 
 # PMR's reliability campaign (README, "Reliability"): vm.pmr_mode switched
-# 0/1 a hundred times under heavy swapping (2, reserved, must be refused),
-# on the testbed kernel; then, on the debug kernel (LOCKDEP, DEBUG_VM,
-# DEBUG_LIST, KASAN), `smoke` under pps and the same run with 2 x RAM
+# 0/1/2 a hundred times under heavy swapping (3 is not a mode and must be
+# refused) on the testbed kernel, starting from pmr (mode 2); pmr-faults
+# runs pmr on a swap device that runs full and on one that fails writes;
+# pmr-debug runs, on the debug kernel (LOCKDEP, DEBUG_VM, DEBUG_LIST,
+# KASAN), `smoke` under pps and pmr and the toggling run with 2 x RAM
 # swapped (KASAN under TCG is slow).
-PMR_TOGGLE = --toggle /proc/sys/vm/pmr_mode=0,1,2 --toggle-refused 2 --toggles 100
+PMR_TOGGLE = --toggle /proc/sys/vm/pmr_mode=0,1,2,3 --toggle-refused 3 --toggles 100
 STAMP := $(shell date +%Y%m%d-%H%M%S)
 
 pmr-reliability: setup
-	$(PMRTB) reliability --profile pixel5 --scheme pps $(PMR_TOGGLE) $(RELIABILITY_ARGS)
+	$(PMRTB) reliability --profile pixel5 --scheme pmr $(PMR_TOGGLE) $(RELIABILITY_ARGS)
+
+pmr-faults: setup
+	$(PMRTB) reliability --profile pixel5 --scheme pmr --swap-full $(RELIABILITY_ARGS)
+	$(PMRTB) reliability --profile pixel5 --scheme pmr --swap-write-errors $(RELIABILITY_ARGS)
 
 pmr-debug: setup
 	$(PMRTB) build-kernel --flavour debug
-	$(PMRTB) run --scenario smoke --profile pixel5 --schemes pps --reps 1 --flavour debug \
+	$(PMRTB) run --scenario smoke --profile pixel5 --schemes pps,pmr --reps 1 --flavour debug \
 		--out results/debug-smoke-$(STAMP)
-	$(PMRTB) reliability --profile pixel5 --scheme pps --flavour debug $(PMR_TOGGLE) \
+	$(PMRTB) reliability --profile pixel5 --scheme pmr --flavour debug $(PMR_TOGGLE) \
 		--swap-factor 2 $(RELIABILITY_ARGS)
+
+# The unmap unit against reclaim throughput (paper Fig. 15b) on one
+# profile: `paper` with SWEEP_ROUNDS rounds, pmr at each unit in turn.
+SWEEP_PROFILE ?= pixel6pro
+SWEEP_UNITS ?= 64 256 1024 4096 16384
+SWEEP_ROUNDS ?= 4
+SWEEP_REPS ?= 1
+comma := ,
+empty :=
+space := $(empty) $(empty)
+
+unit-sweep: setup
+	$(PMRTB) run --scenario paper --profile $(SWEEP_PROFILE) --rounds $(SWEEP_ROUNDS) \
+		--reps $(SWEEP_REPS) --out results/unit-sweep-$(SWEEP_PROFILE)-$(STAMP) \
+		--schemes $(subst $(space),$(comma),$(foreach u,$(SWEEP_UNITS),pmr@pmr_unmap_unit_kbytes=$(u)))

@@ -1,10 +1,11 @@
-"""Build the kernel, boot the guest, run `smoke` on original, mglru and pps.
+"""Build the kernel, boot the guest, run `smoke` on original, mglru, pps and pmr.
 
 Asserts what must hold for any scheme: real swap-out, every switch recorded,
 a summary that matches the schema, and a console free of oops/BUG/WARNING;
-and for the PMR series: its KUnit suite passed at boot, and under `pps`
+and for the PMR series: its KUnit suite passed at boot, under `pps`
 kshrinkd filled the victim list, reclaim took victims and the list stayed
-within its target.
+within its target, and under `pmr` reclaim wrote victims back in batches
+larger than the classic path's SWAP_CLUSTER_MAX.
 """
 
 import csv
@@ -20,7 +21,7 @@ from pmr_testbed import guest, summary
 from pmr_testbed.trace import kshrinkd_rounds, read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMES = ["original", "mglru", "pps"]
+SCHEMES = ["original", "mglru", "pps", "pmr"]
 
 pytestmark = pytest.mark.integration
 
@@ -87,8 +88,30 @@ def test_pps_filled_and_used_the_victim_list(results):
     assert 0 < peak <= rounds["target_max_pages"] + 4 * 32
 
 
+def test_pmr_wrote_victims_back_in_bulk(results):
+    run_dir = results / "runs" / "pmr-r1"
+    knobs = json.loads((run_dir / "run.json").read_text())["knobs"]
+    assert knobs["/proc/sys/vm/pmr_mode"].strip() == "2"
+    batches = _vmstat_delta(run_dir, "pmr_batch")
+    pages = _vmstat_delta(run_dir, "pmr_batch_pages")
+    assert batches > 0, "no bulk writeback batch"
+    assert _vmstat_delta(run_dir, "pmr_batch_pageout") > 0, "bulk batches paged nothing out"
+    # kswapd takes up to a unit (1 MB = 256 pages on pixel5) at a time,
+    # direct reclaim at most SWAP_CLUSTER_MAX: the mean must be above it.
+    assert pages / batches > 32, f"batches of {pages / batches:.1f} pages on average"
+    trace = read_trace(run_dir / "trace.txt")
+    assert trace.named("mm_vmscan_pmr_batch"), "no mm_vmscan_pmr_batch event traced"
+
+
+def test_writeback_time_traced_for_every_scheme(results):
+    for scheme in ("original", "pps", "pmr"):
+        trace = read_trace(results / "runs" / f"{scheme}-r1" / "trace.txt")
+        assert trace.named("mm_vmscan_writeback_time"), f"{scheme}: no writeback_time event"
+
+
 def test_original_left_pmr_off(results):
     assert _vmstat_delta(results / "runs/original-r1", "pmr_victim_added") == 0
+    assert _vmstat_delta(results / "runs/original-r1", "pmr_batch") == 0
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
