@@ -11,7 +11,9 @@
 //! `reliability` (reliability.rs, reliability_checks.rs) shares the setup and runs a data
 //! integrity and kernel reliability check under heavy swapping: checker
 //! processes (checker.rs) verifying self-checking pages, stress-ng, a knob
-//! toggled under load, a memcg killed mid-run, accounting checks at the end.
+//! toggled under load, a memcg killed mid-run, accounting checks at the end;
+//! with a swap sized to run full (swap_watch.rs, checker_fate.rs) the OOM
+//! killer may take checkers.
 
 pub mod activity_manager;
 pub mod app;
@@ -21,6 +23,7 @@ pub mod bench;
 pub mod cgroup;
 pub mod checked_page;
 pub mod checker;
+pub mod checker_fate;
 pub mod checker_handle;
 pub mod child_reaper;
 pub mod control;
@@ -45,6 +48,7 @@ pub mod run;
 pub mod setup;
 pub mod spec;
 pub mod stress_ng;
+pub mod swap_watch;
 pub mod switch_plan;
 pub mod sys;
 pub mod threads_cpu;

@@ -2,7 +2,8 @@
 //! memory figures, killing everything in it (`cgroup.kill`) and removing it
 //! (rmdir), waiting for pages on PMR's victim list, and counting the dying
 //! memcgs the kernel still holds (`nr_dying_descendants` in the root's
-//! cgroup.stat: removed cgroups whose memory is not all freed yet).
+//! cgroup.stat: removed cgroups whose memory is not all freed yet), and
+//! counting a cgroup's OOM kills (memory.events).
 
 use crate::memcg_stat::{self, MemoryStat};
 use anyhow::{bail, Context, Result};
@@ -29,6 +30,25 @@ pub fn read_number(cgroup: &Path, file: &str) -> Result<u64> {
     text.trim()
         .parse()
         .with_context(|| format!("bad number in {}", path.display()))
+}
+
+/// `oom_kill` of a memory.events text: the cgroup's processes killed by
+/// any OOM killer (the global one included).
+pub fn parse_oom_kills(memory_events: &str) -> Result<u64> {
+    memory_events
+        .lines()
+        .find_map(|l| l.strip_prefix("oom_kill "))
+        .context("memory.events has no oom_kill")?
+        .trim()
+        .parse()
+        .context("bad oom_kill in memory.events")
+}
+
+pub fn oom_kills(cgroup: &Path) -> Result<u64> {
+    let path = cgroup.join("memory.events");
+    parse_oom_kills(
+        &fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?,
+    )
 }
 
 /// `nr_dying_descendants` of a cgroup.stat text.
@@ -148,6 +168,13 @@ mod tests {
             2
         );
         assert!(parse_dying("nr_descendants 7\n").is_err());
+    }
+
+    #[test]
+    fn oom_kills_from_memory_events() {
+        let events = "low 0\nhigh 0\nmax 0\noom 0\noom_kill 2\noom_group_kill 0\n";
+        assert_eq!(parse_oom_kills(events).unwrap(), 2);
+        assert!(parse_oom_kills("low 0\n").is_err());
     }
 
     #[test]

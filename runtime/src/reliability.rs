@@ -25,11 +25,24 @@
 //! still in use once every process has exited. reliability.json
 //! (reliability_report.rs) gets every check.
 //!
+//! With `swap_full` in the spec the swap holds the checkers but not
+//! stress-ng too, so it runs full and the OOM killer acts. A thread samples
+//! SwapFree throughout (swap_watch.rs; the `swap_full` check passes only if
+//! it fell to about 0). The checkers become OOM-killable, newest first
+//! (checker_fate.rs): one killed by the OOM killer is reported, not a
+//! failure, as long as one checker survives to verify its pages at the
+//! end. The way is then counted in sweeps only: the slowest surviving first
+//! checker's sweeps since the swap first ran full, towards MIN_SWEEPS
+//! (pswpout cannot reach a multiple of RAM at a set pace when the swap is
+//! full); the load also ends if the swap has not run full after
+//! SWAP_FULL_WAIT, or when no first checker is left.
+//!
 //! Exit status: 2 with one line `pmr-guest: error: ...` if setup fails;
 //! otherwise reliability.json is written and the status is 0 only if no
 //! check failed.
 
 use crate::cgroup::Cgroups;
+use crate::checker_fate::{self, Fate};
 use crate::checker_handle::Checker;
 use crate::control::Control;
 use crate::knob_toggler::{Progress, Toggler};
@@ -40,6 +53,7 @@ use crate::reliability_report::{self, Check, Report};
 use crate::reliability_spec::ReliabilitySpec;
 use crate::setup;
 use crate::stress_ng::{self, StressNg};
+use crate::swap_watch::SwapWatch;
 use crate::sys::{self, Exit};
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use serde_json::{Map, Value};
@@ -71,11 +85,17 @@ const STRESS_GRACE: Duration = Duration::from_secs(180);
 /// The share of MemTotal the workload can count on for anonymous memory;
 /// the swap must hold the rest (checked at setup).
 const ANON_SHARE_OF_RAM: f64 = 0.6;
+/// The most of MemTotal anonymous memory could take: with `swap_full` the
+/// swap must be smaller than the workload beyond that, or it may not fill.
+const FULL_ANON_SHARE_OF_RAM: f64 = 0.95;
+/// With `swap_full`: the load phase gives up if the swap has not run full by then.
+pub(crate) const SWAP_FULL_WAIT: Duration = Duration::from_secs(1200);
 /// The order of the checks in reliability.json.
-const CHECK_ORDER: [&str; 10] = [
+const CHECK_ORDER: [&str; 11] = [
     "stress_ng",
     "data_integrity",
     "swap_volume",
+    "swap_full",
     "knob_toggle",
     "memcg_kill",
     "memcg_kill_victims",
@@ -192,15 +212,15 @@ fn prepare(spec: &ReliabilitySpec) -> Result<Machine> {
     setup::setup_swap(&swap_dev, &spec.swap)?;
     let knobs = setup::apply_knobs(&spec.scheme.knobs)?;
     let mem = setup::read_meminfo()?;
-    let anon_kb = (spec.checker.ram_ratio + spec.stress_ng.ram_ratio) * mem.mem_total as f64;
-    let swap_needed_kb = (anon_kb - ANON_SHARE_OF_RAM * mem.mem_total as f64) as i64;
-    ensure!(
-        mem.swap_total >= swap_needed_kb,
-        "swap is {} MiB but the workload ({:.1} x MemTotal) needs about {} MiB: give the guest a larger swap disk",
-        mem.swap_total >> 10,
-        spec.checker.ram_ratio + spec.stress_ng.ram_ratio,
-        swap_needed_kb >> 10
-    );
+    if let Some(problem) = swap_size_problem(
+        spec.swap_full,
+        mem.mem_total,
+        mem.swap_total,
+        spec.checker.ram_ratio,
+        spec.stress_ng.ram_ratio,
+    ) {
+        bail!(problem);
+    }
     sys::mlockall().context("mlockall(MCL_CURRENT | MCL_FUTURE) failed: run as root")?;
     Ok(Machine {
         kernel: setup::kernel_release()?,
@@ -219,6 +239,7 @@ pub(crate) struct VmCounters {
     pub(crate) pswpout: i64,
     pub(crate) pswpin: i64,
     pub(crate) nr_victim: Option<i64>,
+    pub(crate) oom_kill: i64,
 }
 
 pub(crate) fn read_vmstat() -> Result<VmCounters> {
@@ -228,10 +249,78 @@ pub(crate) fn read_vmstat() -> Result<VmCounters> {
             "pswpout" => v.pswpout = n,
             "pswpin" => v.pswpin = n,
             "nr_victim" => v.nr_victim = Some(n),
+            "oom_kill" => v.oom_kill = n,
             _ => {}
         }
     }
     Ok(v)
+}
+
+/// Why the swap does not suit the run, if it does not: it must hold the
+/// workload beyond ANON_SHARE_OF_RAM of MemTotal; with `swap_full`, hold
+/// the checkers beyond that but not the whole workload beyond
+/// FULL_ANON_SHARE_OF_RAM of MemTotal, so that it runs full.
+pub(crate) fn swap_size_problem(
+    swap_full: bool,
+    mem_total_kb: i64,
+    swap_total_kb: i64,
+    checker_ratio: f64,
+    stress_ratio: f64,
+) -> Option<String> {
+    let mem = mem_total_kb as f64;
+    let swap = swap_total_kb as f64;
+    let workload = checker_ratio + stress_ratio;
+    let mib = |kb: f64| (kb as i64) >> 10;
+    if !swap_full {
+        let needed = (workload - ANON_SHARE_OF_RAM) * mem;
+        return (swap < needed).then(|| format!(
+            "swap is {} MiB but the workload ({workload:.1} x MemTotal) needs about {} MiB: give the guest a larger swap disk",
+            swap_total_kb >> 10,
+            mib(needed)
+        ));
+    }
+    let checkers = (checker_ratio - ANON_SHARE_OF_RAM) * mem;
+    let fills = (workload - FULL_ANON_SHARE_OF_RAM) * mem;
+    if swap < checkers {
+        Some(format!(
+            "swap is {} MiB, too small even for the checkers ({checker_ratio:.1} x MemTotal need about {} MiB): \
+             the OOM killer would take them all; give the guest a larger swap disk",
+            swap_total_kb >> 10,
+            mib(checkers)
+        ))
+    } else if swap > fills {
+        Some(format!(
+            "swap is {} MiB but the workload ({workload:.1} x MemTotal) holds at most {} MiB beyond RAM: \
+             it would not run full; give the guest a smaller swap disk",
+            swap_total_kb >> 10,
+            mib(fills)
+        ))
+    } else {
+        None
+    }
+}
+
+/// With `swap_full`: the share of the way done, from the first checkers as
+/// (index, sweep progress, alive): the slowest live one's sweeps since the
+/// swap first ran full (`base`, each checker's sweep progress then; 0
+/// before) over MIN_SWEEPS. None when no first checker is alive.
+pub(crate) fn sweeps_since_full(
+    base: Option<&BTreeMap<u32, f64>>,
+    first_checkers: &[(u32, f64, bool)],
+) -> Option<f64> {
+    let live: Vec<&(u32, f64, bool)> = first_checkers.iter().filter(|c| c.2).collect();
+    if live.is_empty() {
+        return None;
+    }
+    let Some(base) = base else {
+        return Some(0.0);
+    };
+    Some(
+        live.iter()
+            .map(|&&(i, sweeps, _)| (sweeps - base.get(&i).copied().unwrap_or(0.0)).max(0.0))
+            .fold(f64::INFINITY, f64::min)
+            / f64::from(MIN_SWEEPS),
+    )
 }
 
 /// What happened at the memcg kill.
@@ -253,6 +342,10 @@ pub(crate) enum LoadEnd {
     Reached,
     Deadline,
     CheckerFailed,
+    /// `swap_full`: the swap had not run full after SWAP_FULL_WAIT.
+    NeverFull,
+    /// `swap_full`: the OOM killer took every first checker.
+    AllKilled,
 }
 
 pub(crate) struct Session<'a> {
@@ -269,6 +362,10 @@ pub(crate) struct Session<'a> {
     /// Data integrity failures: mismatches, checkers that died or hung.
     pub(crate) problems: Vec<String>,
     pub(crate) noted: Vec<u32>,
+    /// Checkers the OOM killer took (`swap_full`), as "checker 3 (pid 412) at 530 s".
+    pub(crate) oom_killed: Vec<(u32, String)>,
+    /// `swap_full`: each checker's sweep progress when the swap first ran full.
+    pub(crate) full_base: Option<BTreeMap<u32, f64>>,
     pub(crate) vm_start: VmCounters,
     pub(crate) kill: Option<KillRecord>,
     pub(crate) dying_baseline: u64,
@@ -295,6 +392,8 @@ impl<'a> Session<'a> {
             pages_per_checker: pages.max(1),
             problems: Vec::new(),
             noted: Vec::new(),
+            oom_killed: Vec::new(),
+            full_base: None,
             vm_start: VmCounters::default(),
             kill: None,
             dying_baseline: 0,
@@ -341,9 +440,13 @@ impl<'a> Session<'a> {
             None => None,
         };
 
-        let end = self.load_phase(&mut stress)?;
+        let watch = SwapWatch::spawn(self.m.swap_total_kb, &self.control, self.start)?;
+        let end = self.load_phase(&mut stress, &watch);
+        let level = watch.finish();
+        let end = end?;
         let vm_end = read_vmstat()?;
         self.swap_volume_check(end, vm_end);
+        self.swap_full_check(&level, vm_end);
         let toggles = toggler.map(Toggler::finish);
         let verdict = stress.stop(STRESS_GRACE)?;
         self.stress_check(verdict, stress_bytes);
@@ -366,8 +469,19 @@ impl<'a> Session<'a> {
             .with_context(|| format!("cannot create cgroup {}", cgroup.display()))?;
         let seed = pattern::salt("checker", index) ^ self.spec.checker.seed;
         let c = Checker::spawn(&self.m.exe, index, seed, self.pages_per_checker, cgroup)?;
+        // The runtime's -1000 is inherited; with a swap that runs full the
+        // checkers must be killable (or the kernel panics when nothing is).
+        let adj = if self.spec.swap_full {
+            let adj = checker_fate::oom_score_adj(index);
+            let path = format!("/proc/{}/oom_score_adj", c.pid());
+            std::fs::write(&path, adj.to_string())
+                .with_context(|| format!("cannot write {adj} to {path}"))?;
+            format!(", oom_score_adj {adj}")
+        } else {
+            String::new()
+        };
         eprintln!(
-            "pmr-guest reliability: checker {index} (pid {}): {} MiB",
+            "pmr-guest reliability: checker {index} (pid {}): {} MiB{adj}",
             c.pid(),
             c.bytes() >> 20
         );
@@ -389,31 +503,59 @@ impl<'a> Session<'a> {
             .fold(f64::INFINITY, f64::min)
     }
 
-    /// Record what the checkers reported that fails the run (once each).
+    /// Record what the checkers reported that fails the run, and the
+    /// checkers the OOM killer took (once each; checker_fate.rs).
     pub(crate) fn note_checker_problems(&mut self) {
         for c in &self.checkers {
             if self.noted.contains(&c.index) {
                 continue;
             }
-            let problem = match (&c.mismatch, c.exit) {
-                (Some(text), _) => Some(format!("mismatch: {text}")),
-                (None, Some(exit)) => Some(format!(
-                    "{} (pid {}) ended during the run: {} (the OOM killer?)",
-                    Checker::label(c.index),
-                    c.pid(),
-                    describe(exit)
-                )),
-                (None, None) => None,
+            let oom_kills = match c.exit {
+                Some(_) => memcg_lifetime::oom_kills(&c.cgroup).unwrap_or(0),
+                None => 0,
             };
-            if let Some(p) = problem {
-                eprintln!("pmr-guest reliability: FAILURE: {p}");
-                self.problems.push(p);
-                self.noted.push(c.index);
+            let label = Checker::label(c.index);
+            match checker_fate::fate(
+                &label,
+                c.pid(),
+                c.mismatch.as_deref(),
+                c.exit,
+                oom_kills,
+                self.spec.swap_full,
+            ) {
+                Fate::Running => {}
+                Fate::OomKilled => {
+                    let what = format!(
+                        "{label} (pid {}) at {:.0} s",
+                        c.pid(),
+                        self.start.elapsed().as_secs_f64()
+                    );
+                    eprintln!("pmr-guest reliability: the OOM killer took {what}");
+                    self.oom_killed.push((c.index, what));
+                    self.noted.push(c.index);
+                }
+                Fate::Problem(p) => {
+                    eprintln!("pmr-guest reliability: FAILURE: {p}");
+                    self.problems.push(p);
+                    self.noted.push(c.index);
+                }
             }
         }
     }
 
-    fn load_phase(&mut self, stress: &mut StressNg) -> Result<LoadEnd> {
+    /// With `swap_full`: the way done (sweeps_since_full), None when no
+    /// first checker is alive.
+    pub(crate) fn full_progress(&self) -> Option<f64> {
+        let first: Vec<(u32, f64, bool)> = self
+            .checkers
+            .iter()
+            .filter(|c| c.index < self.spec.checker.processes)
+            .map(|c| (c.index, c.sweep_progress(), c.exit.is_none()))
+            .collect();
+        sweeps_since_full(self.full_base.as_ref(), &first)
+    }
+
+    fn load_phase(&mut self, stress: &mut StressNg, watch: &SwapWatch) -> Result<LoadEnd> {
         let deadline = self.start + Duration::from_secs_f64(self.spec.deadline_s);
         let mut next_report = Instant::now() + REPORT_EVERY;
         let mut stress_ended = false;
@@ -422,12 +564,35 @@ impl<'a> Session<'a> {
                 c.poll(Duration::ZERO)?;
             }
             let vm = read_vmstat()?;
-            let progress = self.swap_progress(&vm).min(self.sweep_progress());
-            self.progress.set(progress.min(1.0));
             self.note_checker_problems();
             if !self.problems.is_empty() {
                 return Ok(LoadEnd::CheckerFailed);
             }
+            let progress = if self.spec.swap_full {
+                let level = watch.level();
+                if self.full_base.is_none() && level.ran_full() {
+                    eprintln!(
+                        "pmr-guest reliability: the swap ran full at {:.0} s",
+                        level.first_full_s.unwrap_or(0.0)
+                    );
+                    self.full_base = Some(
+                        self.checkers
+                            .iter()
+                            .map(|c| (c.index, c.sweep_progress()))
+                            .collect(),
+                    );
+                }
+                if self.full_base.is_none() && self.start.elapsed() >= SWAP_FULL_WAIT {
+                    return Ok(LoadEnd::NeverFull);
+                }
+                match self.full_progress() {
+                    Some(p) => p,
+                    None => return Ok(LoadEnd::AllKilled),
+                }
+            } else {
+                self.swap_progress(&vm).min(self.sweep_progress())
+            };
+            self.progress.set(progress.min(1.0));
             if !stress_ended {
                 if let Some(status) = stress.try_exit()? {
                     stress_ended = true;
@@ -458,35 +623,44 @@ impl<'a> Session<'a> {
                     .iter()
                     .map(|c| format!("{:.2}", c.sweep_progress()))
                     .collect();
+                let min_free = watch.level().min_free_kb.unwrap_or(0) as f64 / 1024.0;
                 eprintln!(
-                    "pmr-guest reliability: {:.0} s, {:.0}% of the way: pswpout {:.0} MiB ({:.0}% of the target), sweeps {}",
+                    "pmr-guest reliability: {:.0} s, {:.0}% of the way: pswpout {:.0} MiB ({:.0}% of the target), sweeps {}, \
+                     SwapFree min {min_free:.0} MiB, {} OOM kills",
                     self.start.elapsed().as_secs_f64(),
                     progress * 100.0,
                     (vm.pswpout - self.vm_start.pswpout) as f64 * PAGE_SIZE as f64 / MIB,
                     self.swap_progress(&vm) * 100.0,
-                    sweeps.join(" ")
+                    sweeps.join(" "),
+                    vm.oom_kill - self.vm_start.oom_kill
                 );
             }
             std::thread::sleep(TICK);
         }
     }
 
+    /// The checker the memcg kill takes: the last one still alive.
+    fn doomed(&self) -> Option<usize> {
+        self.checkers.iter().rposition(|c| c.exit.is_none())
+    }
+
     fn kill_due(&self, progress: f64) -> Result<bool> {
         if progress < KILL_FROM {
             return Ok(false);
         }
+        let Some(doomed) = self.doomed().map(|i| &self.checkers[i]) else {
+            return Ok(false);
+        };
         if progress >= KILL_BY {
             return Ok(true);
         }
-        let Some(doomed) = self.checkers.last() else {
-            return Ok(false);
-        };
         let swapped = memcg_lifetime::read_number(&doomed.cgroup, "memory.swap.current")?;
         Ok(doomed.sweeps >= 1 && swapped as f64 >= KILL_MIN_SWAPPED * doomed.bytes() as f64)
     }
 
     fn kill_and_replace(&mut self, progress: f64) -> Result<()> {
-        let mut doomed = self.checkers.pop().context("no checker to kill")?;
+        let i = self.doomed().context("no live checker to kill")?;
+        let mut doomed = self.checkers.remove(i);
         let cg = doomed.cgroup.clone();
         let victims = memcg_lifetime::wait_for_victims(&cg, VICTIM_WAIT)?;
         let memory_bytes = memcg_lifetime::read_number(&cg, "memory.current")?;
@@ -538,4 +712,57 @@ pub(crate) fn describe(exit: Exit) -> String {
 
 pub(crate) fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // pixel5: a 1365 MB guest has about 1300 MiB of MemTotal.
+    const MEM_KB: i64 = 1300 * 1024;
+
+    #[test]
+    fn a_normal_run_wants_swap_for_the_whole_workload() {
+        let problem = |swap_mb: i64| swap_size_problem(false, MEM_KB, swap_mb << 10, 1.5, 0.7);
+        assert_eq!(problem(2320), None, "the host's 1.7 x RAM disk");
+        let err = problem(1365).unwrap();
+        assert!(
+            err.contains("needs about 2080 MiB") && err.contains("larger swap disk"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_swap_full_run_wants_room_for_the_checkers_only() {
+        let problem = |swap_mb: i64| swap_size_problem(true, MEM_KB, swap_mb << 10, 1.5, 0.7);
+        assert_eq!(problem(1365), None, "the host's 1.0 x RAM disk");
+        let small = problem(1000).unwrap();
+        assert!(
+            small.contains("too small even for the checkers") && small.contains("1170 MiB"),
+            "{small}"
+        );
+        let large = problem(2320).unwrap();
+        assert!(
+            large.contains("would not run full") && large.contains("1625 MiB"),
+            "{large}"
+        );
+    }
+
+    #[test]
+    fn swap_full_progress_counts_sweeps_after_the_swap_ran_full() {
+        let checkers = [(0, 1.5, true), (1, 0.9, true), (2, 3.0, false)];
+        assert_eq!(
+            sweeps_since_full(None, &checkers),
+            Some(0.0),
+            "not full yet"
+        );
+        let base: BTreeMap<u32, f64> = [(0, 0.5), (1, 0.4), (2, 0.0)].into();
+        // checker 0: 1.0 sweep since, checker 1: 0.5 (slowest), 2 is dead.
+        assert_eq!(sweeps_since_full(Some(&base), &checkers), Some(0.25));
+        let later = [(0, 2.5, true), (1, 2.4, true), (2, 3.0, false)];
+        assert_eq!(sweeps_since_full(Some(&base), &later), Some(1.0));
+        let dead = [(0, 2.5, false), (1, 2.4, false)];
+        assert_eq!(sweeps_since_full(Some(&base), &dead), None);
+        assert_eq!(sweeps_since_full(None, &dead), None);
+    }
 }

@@ -1,5 +1,6 @@
 //! The final checks of `pmr-guest reliability` (reliability.rs runs the
-//! load phase before them): the swap volume reached, stress-ng's verdict,
+//! load phase before them): the swap volume reached (with `swap_full`: the
+//! sweeps after the swap ran full) and whether it ran full, stress-ng's verdict,
 //! a last verification of every checker page, the toggled knob written back
 //! and the victim lists drained, each checker cgroup's accounting while the
 //! checkers sit idle, then the exits and cgroup removals, the memcg kill's
@@ -13,11 +14,12 @@ use crate::pattern::PAGE_SIZE;
 use crate::proc_files::parse_status_kb;
 use crate::reliability::{
     describe, read_vmstat, round2, LoadEnd, Session, VmCounters, EMPTY_WAIT, GROUP, KILL_FROM, MIB,
-    MIN_SWEEPS, SETTLE, TICK, VICTIM_WAIT,
+    MIN_SWEEPS, SETTLE, SWAP_FULL_WAIT, TICK, VICTIM_WAIT,
 };
 use crate::reliability_report::Check;
 use crate::setup;
 use crate::stress_ng;
+use crate::swap_watch::{self, SwapLevel};
 use crate::sys::Exit;
 use anyhow::Result;
 use serde_json::{json, Map, Value};
@@ -44,9 +46,14 @@ impl Session<'_> {
             .map(|c| c.sweep_progress())
             .fold(f64::INFINITY, f64::min);
         let why = match end {
-            LoadEnd::Reached => "target reached",
-            LoadEnd::Deadline => "the deadline came first",
-            LoadEnd::CheckerFailed => "stopped by a checker failure",
+            LoadEnd::Reached => "target reached".to_string(),
+            LoadEnd::Deadline => "the deadline came first".to_string(),
+            LoadEnd::CheckerFailed => "stopped by a checker failure".to_string(),
+            LoadEnd::NeverFull => format!(
+                "the swap had not run full after {} s",
+                SWAP_FULL_WAIT.as_secs()
+            ),
+            LoadEnd::AllKilled => "the OOM killer took every first checker".to_string(),
         };
         self.figures
             .insert("pswpout_mb".into(), json!(out_mb.round()));
@@ -54,6 +61,10 @@ impl Session<'_> {
             .insert("pswpout_ratio_to_ram".into(), json!(round2(ratio)));
         self.figures
             .insert("load_phase_s".into(), json!(load_s.round()));
+        if self.spec.swap_full {
+            self.swap_volume_full_check(end, &why, out_mb, in_mb, ram_mb, load_s);
+            return;
+        }
         self.checks.push(Check::verdict(
             "swap_volume",
             end == LoadEnd::Reached,
@@ -67,6 +78,73 @@ impl Session<'_> {
                    "mem_total_mb": ram_mb.round(), "load_phase_s": load_s.round(), "ended": why,
                    "slowest_sweeps": round2(slowest), "min_sweeps": MIN_SWEEPS}),
         ));
+    }
+
+    /// swap_volume with `swap_full`: pswpout cannot reach a multiple of RAM
+    /// at any set pace while the swap is full, so the goal is the load
+    /// itself: every surviving first checker swept its memory MIN_SWEEPS
+    /// times after the swap first ran full, within the deadline.
+    fn swap_volume_full_check(
+        &mut self,
+        end: LoadEnd,
+        why: &str,
+        out_mb: f64,
+        in_mb: f64,
+        ram_mb: f64,
+        load_s: f64,
+    ) {
+        let swap_mb = self.m.swap_total_kb as f64 / 1024.0;
+        let since = match self.full_base {
+            Some(_) => self.full_progress().map(|p| p * f64::from(MIN_SWEEPS)),
+            None => None,
+        };
+        let sweeps = match (&self.full_base, since) {
+            (None, _) => "the swap never ran full".to_string(),
+            (Some(_), Some(s)) => format!(
+                "slowest surviving first checker {s:.2} sweeps after the swap ran full (target {MIN_SWEEPS})"
+            ),
+            (Some(_), None) => "no first checker survived".to_string(),
+        };
+        self.checks.push(Check::verdict(
+            "swap_volume",
+            end == LoadEnd::Reached,
+            format!(
+                "{sweeps} in {load_s:.0} s: {why}; pswpout {out_mb:.0} MiB = {:.2} x RAM, {:.2} x the {swap_mb:.0} MiB swap, \
+                 pswpin {in_mb:.0} MiB",
+                out_mb / ram_mb,
+                out_mb / swap_mb.max(1.0)
+            ),
+            json!({"mode": "swap_full", "pswpout_mb": out_mb.round(), "pswpin_mb": in_mb.round(),
+                   "ratio_to_ram": round2(out_mb / ram_mb), "ratio_to_swap": round2(out_mb / swap_mb.max(1.0)),
+                   "mem_total_mb": ram_mb.round(), "swap_total_mb": swap_mb.round(),
+                   "load_phase_s": load_s.round(), "ended": why,
+                   "slowest_sweeps_since_full": since.map(round2),
+                   "min_sweeps": MIN_SWEEPS, "deadline_s": self.spec.deadline_s,
+                   "swap_full_wait_s": SWAP_FULL_WAIT.as_secs()}),
+        ));
+    }
+
+    /// How full the swap got during the load phase: a check with
+    /// `swap_full` (passes only if it ran full), figures in every run.
+    pub(crate) fn swap_full_check(&mut self, level: &SwapLevel, vm: VmCounters) {
+        let oom_kills = vm.oom_kill - self.vm_start.oom_kill;
+        let min_mb = level.min_free_kb.map(|kb| round2(kb as f64 / 1024.0));
+        self.figures
+            .insert("swap_free_min_mb".into(), json!(min_mb));
+        self.figures.insert(
+            "swap_full_at_s".into(),
+            json!(level.first_full_s.map(|t| t.round())),
+        );
+        self.figures.insert("oom_kills".into(), json!(oom_kills));
+        if !self.spec.swap_full {
+            return;
+        }
+        let (ok, detail) = swap_watch::verdict(level, oom_kills);
+        let mut figures = serde_json::to_value(level).unwrap_or(Value::Null);
+        figures["oom_kills"] = json!(oom_kills);
+        figures["full_percent"] = json!(swap_watch::FULL_PERCENT);
+        self.checks
+            .push(Check::verdict("swap_full", ok, detail, figures));
     }
 
     pub(crate) fn stress_check(&mut self, v: stress_ng::Verdict, bytes: u64) {
@@ -333,6 +411,9 @@ impl Session<'_> {
         Ok(())
     }
 
+    /// No mismatch and no checker lost but to the OOM killer (when the
+    /// swap runs full), and at least one checker that verified every page
+    /// at the end (integrity_verdict).
     pub(crate) fn data_integrity_check(&mut self) {
         let mut all: Vec<&Checker> = self.retired.iter().chain(&self.checkers).collect();
         all.sort_by_key(|c| c.index);
@@ -341,27 +422,28 @@ impl Session<'_> {
             .iter()
             .map(|c| (c.index.to_string(), json!(c.sweeps)))
             .collect();
-        let mb = |c: &&Checker| c.bytes() as f64 / MIB;
         let total_mb: f64 = self.checkers.iter().map(|c| c.bytes() as f64 / MIB).sum();
-        let detail = match self.problems.first() {
-            Some(first) => format!("{} problems; first: {first}", self.problems.len()),
-            None => format!(
-                "{page_checks} page verifications in {} processes ({:.0} MiB each, {total_mb:.0} MiB at once), \
-                 full sweeps per checker {}, then a last verification: no mismatch",
-                all.len(),
-                all.first().map(mb).unwrap_or(0.0),
-                all.iter()
-                    .map(|c| format!("{}:{}{}", c.index, c.sweeps, if c.verified.is_some() { "" } else { " (killed)" }))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ),
-        };
+        let ends: Vec<CheckerEnd> = all
+            .iter()
+            .map(|c| CheckerEnd {
+                index: c.index,
+                sweeps: c.sweeps,
+                mb: c.bytes() as f64 / MIB,
+                verified: c.verified.is_some(),
+                oom_killed: self.oom_killed.iter().any(|(i, _)| *i == c.index),
+            })
+            .collect();
+        let oom_killed: Vec<&str> = self.oom_killed.iter().map(|(_, w)| w.as_str()).collect();
+        let (ok, detail) =
+            integrity_verdict(&self.problems, &ends, &oom_killed, page_checks, total_mb);
         self.checks.push(Check::verdict(
             "data_integrity",
-            self.problems.is_empty(),
+            ok,
             detail,
             json!({"processes": all.len(), "checker_mb": total_mb.round(), "sweeps": sweeps,
-                   "page_verifications": page_checks, "problems": self.problems}),
+                   "page_verifications": page_checks, "problems": self.problems,
+                   "survivors": ends.iter().filter(|e| e.verified).count(),
+                   "oom_killed": oom_killed}),
         ));
     }
 
@@ -514,6 +596,69 @@ impl Session<'_> {
     }
 }
 
+/// How a checker ended, for the data_integrity verdict.
+#[derive(Debug, Clone)]
+pub(crate) struct CheckerEnd {
+    pub(crate) index: u32,
+    pub(crate) sweeps: u32,
+    pub(crate) mb: f64,
+    /// It verified every page at the end.
+    pub(crate) verified: bool,
+    pub(crate) oom_killed: bool,
+}
+
+/// data_integrity: passes with no problem (mismatch, a checker dead other
+/// than by an allowed OOM kill, a final verification not finished) and at
+/// least one checker that verified every page at the end. `oom_killed`
+/// describes the checkers the OOM killer took; the rest that did not verify
+/// were killed with their cgroup (the memcg kill).
+pub(crate) fn integrity_verdict(
+    problems: &[String],
+    checkers: &[CheckerEnd],
+    oom_killed: &[&str],
+    page_checks: u64,
+    total_mb: f64,
+) -> (bool, String) {
+    let survivors = checkers.iter().filter(|c| c.verified).count();
+    let oom_note = if oom_killed.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} killed by the OOM killer (not verified at the end): {}",
+            oom_killed.len(),
+            oom_killed.join(", ")
+        )
+    };
+    let ok = problems.is_empty() && survivors > 0;
+    let detail = match problems.first() {
+        Some(first) => format!("{} problems; first: {first}{oom_note}", problems.len()),
+        None if survivors == 0 => {
+            format!("no checker survived to verify its pages at the end{oom_note}")
+        }
+        None => format!(
+            "{page_checks} page verifications in {} processes ({:.0} MiB each, {total_mb:.0} MiB at once), \
+             full sweeps per checker {}, then a last verification by {survivors}: no mismatch{oom_note}",
+            checkers.len(),
+            checkers.first().map_or(0.0, |c| c.mb),
+            checkers
+                .iter()
+                .map(|c| format!(
+                    "{}:{}{}",
+                    c.index,
+                    c.sweeps,
+                    match (c.verified, c.oom_killed) {
+                        (true, _) => "",
+                        (false, true) => " (OOM-killed)",
+                        (false, false) => " (killed)",
+                    }
+                ))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    };
+    (ok, detail)
+}
+
 /// VmSwap of every process, in kB.
 fn processes_swap_kb() -> i64 {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -529,4 +674,55 @@ fn processes_swap_kb() -> i64 {
         .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
         .filter_map(|s| parse_status_kb(&s, "VmSwap:"))
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn end(index: u32, verified: bool, oom_killed: bool) -> CheckerEnd {
+        CheckerEnd {
+            index,
+            sweeps: 3,
+            mb: 487.5,
+            verified,
+            oom_killed,
+        }
+    }
+
+    #[test]
+    fn oom_killed_checkers_are_reported_but_do_not_fail_data_integrity() {
+        let ends = [
+            end(0, true, false),
+            end(3, false, false),
+            end(4, false, true),
+        ];
+        let (ok, detail) =
+            integrity_verdict(&[], &ends, &["checker 4 (pid 88) at 412 s"], 9000, 1462.0);
+        assert!(ok, "{detail}");
+        assert!(
+            detail.contains("0:3 3:3 (killed) 4:3 (OOM-killed)")
+                && detail.contains("last verification by 1")
+                && detail.contains("1 killed by the OOM killer (not verified at the end): checker 4 (pid 88) at 412 s"),
+            "{detail}"
+        );
+    }
+
+    #[test]
+    fn data_integrity_needs_a_survivor_and_no_problem() {
+        let all_gone = [end(0, false, true), end(1, false, true)];
+        let (ok, detail) = integrity_verdict(&[], &all_gone, &["checker 0", "checker 1"], 10, 1.0);
+        assert!(!ok);
+        assert!(
+            detail.starts_with("no checker survived") && detail.contains("2 killed"),
+            "{detail}"
+        );
+        let problems = ["mismatch: checker 1: page 7 pass 2: stale".to_string()];
+        let (ok, detail) = integrity_verdict(&problems, &[end(0, true, false)], &[], 10, 1.0);
+        assert!(!ok);
+        assert_eq!(
+            detail,
+            "1 problems; first: mismatch: checker 1: page 7 pass 2: stale"
+        );
+    }
 }

@@ -23,6 +23,13 @@ pub struct ReliabilitySpec {
     pub checker: CheckerSpec,
     pub stress_ng: StressSpec,
     pub toggle: Option<Toggle>,
+    /// The swap disk is sized to run full (`pmrtb reliability --swap-full`):
+    /// setup wants a swap that holds the checkers but not stress-ng too, the
+    /// checkers may be killed by the OOM killer, and the load phase ends
+    /// `MIN_SWEEPS` sweeps after the swap first ran full instead of at
+    /// `swap_factor`.
+    #[serde(default)]
+    pub swap_full: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -137,5 +144,20 @@ mod tests {
             r#""toggle": null"#,
         );
         assert!(ReliabilitySpec::parse(&no_toggle).unwrap().toggle.is_none());
+    }
+
+    #[test]
+    fn swap_full_is_off_unless_asked() {
+        assert!(!ReliabilitySpec::parse(SPEC).unwrap().swap_full);
+        let full = SPEC.replace(
+            r#""swap_factor": 4,"#,
+            r#""swap_factor": 4, "swap_full": true,"#,
+        );
+        assert!(ReliabilitySpec::parse(&full).unwrap().swap_full);
+        let typo = SPEC.replace(
+            r#""swap_factor": 4,"#,
+            r#""swap_factor": 4, "swapfull": true,"#,
+        );
+        assert!(ReliabilitySpec::parse(&typo).is_err());
     }
 }
