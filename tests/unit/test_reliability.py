@@ -238,3 +238,50 @@ def test_the_table_is_printed_with_every_check(capsys):
     cli.print_checks(reliability_checks.with_kernel_log(_result("pass", "skipped"), []))
     out = capsys.readouterr().out
     assert "c0" in out and "kernel_log" in out and "PASSED: 2 passed, 0 failed, 1 skipped" in out
+
+
+@pytest.mark.parametrize("write_errors", [True, False])
+def test_run_wires_blkdebug_and_the_host_checks(tmp_path, monkeypatch, write_errors):
+    """reliability.run with a fake guest: the blkdebug config reaches QEMU
+    through the swap disk, the console's expected errors become
+    swap_write_errors and stay out of kernel_log, and `host` records the mode;
+    without --swap-write-errors none of that."""
+    from types import SimpleNamespace
+
+    from pmr_testbed import guest_setup, paths
+
+    monkeypatch.setattr(paths, "BUILD_DIR", tmp_path / "build")
+    machine = SimpleNamespace(
+        image=SimpleNamespace(bzimage=Path("/k/bzImage"), as_dict=lambda: {"version": "6.1"}),
+        accel="tcg", dilation=SimpleNamespace(as_dict=lambda: {"factor": 9.0}),
+        limits={"swap_bps_write": 1, "swap_iops_write": 1, "swap_bps_read": 1,
+                "swap_iops_read": 1})
+    monkeypatch.setattr(guest_setup, "prepare", lambda *a, **k: machine)
+    seen = {}
+
+    def fake_boot(kernel, *, exec_cmd, console_path, rwdirs, disks, **kw):
+        seen["disks"] = disks
+        seen["spec"] = json.loads((rwdirs[0] / "spec.json").read_text())
+        (rwdirs[0] / "reliability.json").write_text(json.dumps(
+            dict(_result("pass"), swap_dev="vdb")))
+        console = _console(IO_ERROR, WRITE_ERROR, "end_swap_bio_write: 4 callbacks suppressed")
+        return guest.BootResult(0, console, 1.0)
+
+    monkeypatch.setattr(guest, "boot", fake_boot)
+    p = _plan(tmp_path, swap_full=True, swap_write_errors=write_errors)
+    p.req.out = tmp_path / "out"
+    result = reliability.run(p, lambda msg: None)
+    swap = seen["disks"][0]
+    assert swap.size_mb == p.swap_mb and seen["spec"]["swap_full"] is True
+    assert result["status"] == "ok" and result["host"]["swap_full"] is True
+    assert json.loads((tmp_path / "out" / "reliability.json").read_text()) == result
+    names = [c["name"] for c in result["checks"]]
+    if not write_errors:
+        assert swap.blkdebug is None and not (tmp_path / "out" / "blkdebug.conf").exists()
+        assert names == ["c0", "kernel_log"] and result["host"]["swap_write_errors"] is None
+        return
+    assert swap.blkdebug == tmp_path / "out" / "blkdebug.conf" and swap.blkdebug.exists()
+    assert "file.driver=blkdebug" in swap.qemu_args()[1]
+    assert names == ["c0", "swap_write_errors", "kernel_log"], names
+    assert [c["status"] for c in result["checks"]] == ["pass", "pass", "pass"]
+    assert result["host"]["swap_write_errors"]["first_sector"] == 131072
