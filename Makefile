@@ -58,8 +58,9 @@ pmr-reliability: setup
 	$(PMRTB) reliability --profile pixel5 --scheme pmr $(PMR_TOGGLE) $(RELIABILITY_ARGS)
 
 pmr-faults: setup
-	$(PMRTB) reliability --profile pixel5 --scheme pmr --swap-full $(RELIABILITY_ARGS)
-	$(PMRTB) reliability --profile pixel5 --scheme pmr --swap-write-errors $(RELIABILITY_ARGS)
+	$(PMRTB) reliability --profile pixel5 --scheme pmr --swap-full $(PMR_TOGGLE) $(RELIABILITY_ARGS)
+	$(PMRTB) reliability --profile pixel5 --scheme pmr --swap-write-errors $(PMR_TOGGLE) \
+		$(RELIABILITY_ARGS)
 
 pmr-debug: setup
 	$(PMRTB) build-kernel --flavour debug
