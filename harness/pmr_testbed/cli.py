@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import rich.markup
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -75,7 +76,8 @@ def _finish(out: Path, result: dict) -> None:
         typer.echo(f"report: {path}")
     if failed:
         for r in failed:
-            err.print(f"[red]run {r['scheme']} rep {r['rep']} failed:[/red] {r['error']}")
+            err.print(f"[red]run {r['scheme']} rep {r['rep']} failed:[/red] "
+                      f"{rich.markup.escape(str(r['error']))}")
         raise typer.Exit(3)
 
 
@@ -153,12 +155,12 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except UserError as exc:
-        err.print(f"pmrtb: error: {exc}", highlight=False, soft_wrap=True)
+        err.print(f"pmrtb: error: {exc}", highlight=False, soft_wrap=True, markup=False)
         sys.exit(exc.exit_code)
     except GuestError as exc:
-        err.print(f"pmrtb: guest failed: {exc}", highlight=False, soft_wrap=True)
+        err.print(f"pmrtb: guest failed: {exc}", highlight=False, soft_wrap=True, markup=False)
         if exc.console_tail:
-            err.print("--- console tail ---\n" + exc.console_tail, highlight=False)
+            err.print("--- console tail ---\n" + exc.console_tail, highlight=False, markup=False)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -22,6 +22,9 @@ def pmrtb(*args, cwd=ROOT):
     (["--scenario", "smoke", "--profile", "pixel5", "--schemes", ","], "no schemes given"),
     (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "original", "--reps", "0"],
      "--reps must be at least 1"),
+    # a message with square brackets (make's error lines have them) is not markup
+    (["--scenario", "[/x]", "--profile", "pixel5", "--schemes", "original"],
+     "unknown scenario '[/x]'"),
     (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "original", "--rounds", "0"],
      "--rounds must be at least 1"),
     (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr@nope=1"],
