@@ -33,6 +33,10 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   `mm_vmscan_pmr_batch` tracepoint or, without it, the `pmr_batch*` vmstat
   counters. None where the kernel or the trace has neither.
   `unmap_us_samples` is the per-page unmap time of each event, for the plot.
+- `kswapd_rounds` (kswapd_rounds.py, paper Figs. 5 and 6): kswapd's reclaim
+  rounds from the `mm_vmscan_kswapd_round` tracepoint, each split into page
+  shrinking and page writeback; None where the kernel or the trace has none.
+  `kswapd_round_list` holds the rounds themselves, for the plots.
 
 A run whose run.json is missing or not `"status": "ok"` is never a result:
 `load_run` raises `RunError`. Missing optional files (threads_cpu.json,
@@ -51,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import UserError
+from .kswapd_rounds import KswapdRound, kswapd_rounds, round_figures
 from .trace import Trace, kshrinkd_rounds, read_trace
 from .writeback import BULK_COUNTERS, bulk_figures, unmap_us_per_page, writeback_figures
 
@@ -101,6 +106,8 @@ class RunMetrics:
     writeback: dict | None = None
     bulk: dict | None = None
     unmap_us_samples: list[float] = field(default_factory=list)
+    kswapd_rounds: dict | None = None
+    kswapd_round_list: list[KswapdRound] = field(default_factory=list)
     trace_overrun: int | None = None
     missing: list[str] = field(default_factory=list)
 
@@ -127,6 +134,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         raise RunError(f"{run_dir / 'trace.txt'}: {e}") from None
     vmstat = read_table(run_dir / "vmstat.csv")
     victim_t_s, victim_mb = victim_series(vmstat)
+    rounds = kswapd_rounds(trace)
     return RunMetrics(
         switches=switches,
         response_ms=response_stats([s["response_ms"] for s in switches]),
@@ -156,6 +164,8 @@ def load_run(run_dir: Path) -> RunMetrics:
         writeback=writeback_figures(trace),
         bulk=bulk_figures(trace, vmstat),
         unmap_us_samples=unmap_us_per_page(trace),
+        kswapd_rounds=round_figures(rounds),
+        kswapd_round_list=rounds,
         trace_overrun=trace.overrun if trace else None,
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
     )

@@ -10,15 +10,16 @@ a missing optional file, are left out). With more than one run, `spread`
 holds the min and max beside it, keyed by dotted path ("response_ms.mean").
 The write-size histogram is summed over runs. `reclaim_cpu_total` (the sum
 over thread families, per run) is added because the ratios need it.
-The nested per-run groups `pmr`, `writeback` and `bulk` are summarised figure
-by figure ("writeback.unmap_us_per_page.p50"); `writeback` and `bulk` are
-null for a scheme none of whose runs has them (a kernel without PMR part 2).
+The nested per-run groups `pmr`, `writeback`, `bulk` and `kswapd_rounds` are
+summarised figure by figure ("writeback.unmap_us_per_page.p50"); `writeback`,
+`bulk` and `kswapd_rounds` are null for a scheme none of whose runs has them
+(a kernel without PMR part 2, or without the kswapd_round tracepoint).
 
 `ratios[scheme]` compares each scheme with "original": the ratio of the
 scheme's median to original's median (None where original's median is 0 or
 missing), and in `ratios[scheme]["spread"]` the min and max of the per-run
-ratios over reps that both schemes completed (rep i against rep i), given
-when there are at least two such pairs.
+ratios over reps that both schemes completed (rep i against rep i), and
+their median, given when there are at least two such pairs.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ NULLABLE = ("response_ms.mean", "response_ms.p50", "response_ms.p95", "reclaim_m
 RATIO_FIGURES = ("response_ms.mean", "reclaim_mbps.peak", "kills", "allocstall",
                  "reclaim_cpu_total", "pswpout_mb")
 # per-run groups of figures, possibly nested, None where a run has none
-NESTED = ("pmr", "writeback", "bulk")
+NESTED = ("pmr", "writeback", "bulk", "kswapd_rounds")
 # groups that every scheme with ok runs has, as an object or null
-OPTIONAL_GROUPS = ("writeback", "bulk")
+OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds")
 TOP_LEVEL = ("scenario", "profile", "dilation", "kernel", "qemu", "guest", "reps", "seed",
              "schemes", "failed_runs", "ratios", "warnings")
 
@@ -184,7 +185,8 @@ def scheme_ratios(entry: dict, base_entry: dict, runs: list[Run], base_runs: lis
         per_pair = [r for r in (_ratio(f.get(path), b.get(path)) for f, b in pairs)
                     if r is not None]
         if len(per_pair) >= 2:
-            spread[dotted] = {"min": min(per_pair), "max": max(per_pair), "pairs": len(per_pair)}
+            spread[dotted] = {"min": min(per_pair), "max": max(per_pair),
+                              "median": statistics.median(per_pair), "pairs": len(per_pair)}
     ratios["spread"] = spread
     return ratios
 

@@ -22,10 +22,13 @@ from pathlib import Path
 # events per reclaim round, none when reclaim is idle. `writeback_time` (one
 # per shrink_folio_list() call that unmapped or paged out anything, in every
 # scheme) and `pmr_batch` (one per bulk batch, vm.pmr_mode=2 only) come with
-# PMR part 2; a kernel without them lists them on the `# missing=` line.
+# PMR part 2; `kswapd_round` (one per kswapd_shrink_node() call, for the
+# paper's Figs. 5 and 6: kswapd_rounds.py) comes with a later patch. A kernel
+# without an event lists it on the `# missing=` line.
 TRACE_EVENTS = [
     "vmscan/mm_vmscan_kswapd_wake",
     "vmscan/mm_vmscan_kswapd_sleep",
+    "vmscan/mm_vmscan_kswapd_round",
     "vmscan/mm_vmscan_kshrinkd_round",
     "vmscan/mm_vmscan_lru_shrink_victim",
     "vmscan/mm_vmscan_writeback_time",

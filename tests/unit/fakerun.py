@@ -164,6 +164,16 @@ def pmr_batch(t_s: float, nr_pages: int, nr_unmapped: int, nr_pageout: int, unma
                        "pageout_ns": pageout_ns}, **where)
 
 
+def kswapd_round(t_s: float, nr_to_reclaim: int, nr_reclaimed: int, duration_ns: int,
+                 nr_scanned: int | None = None, **where) -> str:
+    """A vmscan:mm_vmscan_kswapd_round event (one kswapd_shrink_node() call,
+    emitted at its end, `t_s`)."""
+    return trace_line(t_s, "mm_vmscan_kswapd_round",
+                      {"nid": 0, "order": 0, "nr_to_reclaim": nr_to_reclaim,
+                       "nr_scanned": nr_scanned if nr_scanned is not None else 4 * nr_to_reclaim,
+                       "nr_reclaimed": nr_reclaimed, "duration_ns": duration_ns}, **where)
+
+
 def trace_text(lines: list[str], missing: tuple[str, ...] = (), overrun: int = 0) -> str:
     """trace.txt as the guest writes it: the two header lines, the events, the overrun."""
     return "\n".join([f"# start_mono_s={TRACE_START_MONO_S:.6f}", f"# missing={','.join(missing)}",

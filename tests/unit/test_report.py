@@ -263,3 +263,22 @@ def test_no_sweep_when_schemes_differ_in_more_than_a_value(tmp_path):
     md = write_report(results).read_text()
     assert "## Sweeps" not in md
     assert not (results / "plots" / f"sweep_{KEY}.png").exists()
+
+
+def test_kswapd_round_table(tmp_path):
+    from fakerun import kswapd_round
+    runs = []
+    for scheme, wb_ms in (("original", 4), ("pmr", 1)):
+        write_run(tmp_path / "runs" / f"{scheme}-r1", write_sectors=_ramp([0, 10, 0]),
+                  trace=trace_text([writeback_time(1.5, 32, wb_ms * 10**6, 32, 0),
+                                    kswapd_round(1.505, 6556, 3278, 10 * 10**6)]))
+        runs.append({"scheme": scheme, "rep": 1, "status": "ok"})
+    write_run(tmp_path / "runs" / "old-r1", write_sectors=_ramp([0, 10, 0]))
+    runs.append({"scheme": "old", "rep": 1, "status": "ok"})
+    md = write_report(write_campaign(tmp_path, ["original", "pmr", "old"], runs, reps=1)).read_text()
+    rows = _table_rows(md, "kswapd rounds")
+    assert set(rows) == {"scheme", "original", "pmr"}  # old's run has no trace
+    cells = dict(zip(rows["scheme"], rows["original"]))
+    assert cells["shrinking ms"] == "6.00" and cells["writeback ms"] == "4.00"
+    assert cells["writeback share"] == "0.40" and cells["reclaimed / goal"] == "0.50"
+    assert dict(zip(rows["scheme"], rows["pmr"]))["writeback ms"] == "1.00"

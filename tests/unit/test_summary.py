@@ -77,7 +77,8 @@ def test_ratios_of_medians_and_paired_spread(tmp_path):
     r = s["ratios"]["pmr"]
     assert r["kills"] == pytest.approx(2 / 6)
     # pairs by rep: 1/4, 3/6, 2/8
-    assert r["spread"]["kills"] == pytest.approx({"min": 0.25, "max": 0.5, "pairs": 3})
+    assert r["spread"]["kills"] == pytest.approx({"min": 0.25, "max": 0.5, "median": 0.25,
+                                                  "pairs": 3})
     assert r["allocstall"] == pytest.approx(20 / 60)
     assert r["pswpout_mb"] == pytest.approx(1.0)
     assert set(r) >= {"response_ms.mean", "reclaim_mbps.peak", "reclaim_cpu_total"}
