@@ -3,6 +3,7 @@
     pmrtb build-kernel [--flavour testbed|debug]
     pmrtb run --scenario paper --profile pixel6pro --schemes original,mglru --reps 3
     pmrtb report results/<dir>
+    pmrtb paper --out DIR [--quick] [--reps N] [--seed S]
     pmrtb reliability --profile pixel5 --scheme original [--toggle PATH=V1,V2,...]
                       [--swap-full] [--swap-write-errors]
     pmrtb shell [--profile pixel6pro]
@@ -21,6 +22,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from . import campaign, guest, kernel, paths, profiles, reliability_checks, report
+from . import paper as paper_mod
 from . import reliability as reliability_mod
 from .errors import GuestError, UserError
 
@@ -87,6 +89,41 @@ def report_cmd(results: Path = typer.Argument(..., help="a results directory")) 
     if not (results / "campaign.json").exists():
         raise UserError(f"{results} is not a results directory (no campaign.json)")
     typer.echo(f"report: {report.write_report(results)}")
+
+
+@app.command()
+def paper(
+    out: Path = typer.Option(..., help="output directory; run again with the same one to "
+                                       "continue a cut-off evaluation"),
+    quick: bool = typer.Option(False, "--quick", help="~20 min: 1 rep of 1 round per run, "
+                                                      "fewer schemes and sweep points"),
+    reps: int = typer.Option(None, help="repetitions per scheme (full: 3 or more, default 3; "
+                                        "quick: default 1)"),
+    seed: int = typer.Option(1, help="seed of app order and dwell times, same for every run"),
+) -> None:
+    """The PMR paper's evaluation (§3.2, §5): every campaign, then DIR/paper.md."""
+    plan = paper_mod.plan(out, quick=quick, reps=reps, seed=seed)
+    state = paper_mod.statuses(plan)
+    for line in paper_mod.estimate_lines(plan, state):
+        typer.echo(line)
+    n_runs = sum(c.runs for c in plan.campaigns if state[c.name] != "finished")
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} runs"), TimeElapsedColumn(),
+                  console=err, transient=False) as bar:
+        task = bar.add_task("preparing", total=n_runs)
+
+        def progress(msg: str, run_finished: bool) -> None:
+            bar.update(task, description=msg)
+            if run_finished:
+                bar.advance(task)
+                bar.console.log(msg, markup=False, highlight=False)
+
+        result = paper_mod.run(plan, progress,
+                               say=lambda msg: bar.console.log(msg, markup=False, highlight=False))
+    typer.echo(f"paper: {result.markdown}")
+    if result.failed_runs:
+        err.print(f"{result.failed_runs} runs failed: see the campaigns' reports", markup=False)
+        raise typer.Exit(3)
 
 
 @app.command()

@@ -180,14 +180,16 @@ def trace_text(lines: list[str], missing: tuple[str, ...] = (), overrun: int = 0
                       *lines, f"# overrun={overrun}"]) + "\n"
 
 
-def write_campaign(results_dir: Path, schemes: list[str], runs: list[dict], reps: int = 3) -> Path:
+def write_campaign(results_dir: Path, schemes: list[str], runs: list[dict], reps: int = 3, *,
+                   scenario: str = "smoke", profile: str = "pixel6pro-mini", seed: int = 42,
+                   rounds: int = 2) -> Path:
     """campaign.json; each of `runs` is {scheme, rep, status[, error]}; dir is derived."""
     entries = [{"scheme": r["scheme"], "rep": r["rep"],
                 "dir": f"runs/{r['scheme']}-r{r['rep']}", "status": r["status"],
                 "error": r.get("error")} for r in runs]
     campaign = {
-        "scenario": "smoke", "profile": "pixel6pro-mini", "schemes": schemes, "reps": reps,
-        "seed": 42,
+        "scenario": scenario, "rounds": rounds, "profile": profile, "schemes": schemes,
+        "reps": reps, "seed": seed,
         "dilation": {"factor": 3.2, "host_ns_per_page": 12.5, "guest_ns_per_page": 40.0},
         "qemu": {"accel": "kvm", "swap_bps_write": 400 * 2**20, "swap_iops_write": 20000,
                  "data_bps_read": 800 * 2**20},
@@ -199,3 +201,37 @@ def write_campaign(results_dir: Path, schemes: list[str], runs: list[dict], reps
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "campaign.json").write_text(json.dumps(campaign, indent=2))
     return results_dir
+
+
+class CutOff(Exception):
+    """A fake campaign stopped part-way, as by Ctrl-C or a crashed host."""
+
+
+def fake_campaign_runner(make_run, stop_after: dict[str, int] | None = None):
+    """A stand-in for paper.run_campaign: writes what campaign.run would (a
+    campaign.json rewritten after every run, and the run directories), with
+    fake runs whose write_run arguments are make_run(profile, scheme, rep).
+    `stop_after[campaign dir name] = n` raises CutOff after n runs of that
+    campaign. The requests it got are in `.calls`."""
+    stop_after = stop_after or {}
+
+    def runner(req, progress):
+        runner.calls.append(req)
+        schemes = req.schemes.split(",")
+        setup = {"reps": req.reps, "scenario": req.scenario, "profile": req.profile,
+                 "seed": req.seed, "rounds": req.rounds}
+        entries: list[dict] = []
+        write_campaign(req.out, schemes, entries, **setup)
+        for rep in range(1, req.reps + 1):
+            for scheme in schemes:
+                if len(entries) == stop_after.get(req.out.name):
+                    raise CutOff(req.out.name)
+                write_run(req.out / "runs" / f"{scheme}-r{rep}",
+                          **make_run(req.profile, scheme, rep))
+                entries.append({"scheme": scheme, "rep": rep, "status": "ok"})
+                write_campaign(req.out, schemes, entries, **setup)
+                progress(f"{scheme}-r{rep}: done", True)
+        return json.loads((req.out / "campaign.json").read_text())
+
+    runner.calls = []
+    return runner

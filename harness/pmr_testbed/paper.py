@@ -1,0 +1,337 @@
+"""`pmrtb paper`: the PMR paper's evaluation (§3.2, §5) with one command.
+
+Runs a fixed set of campaigns (campaign.py), each in its own subdirectory of
+the output directory and each a normal results directory with its own
+summary.json and report.md, then writes one combined report over them
+(paper_report.py: paper.md, paper_summary.json, plots/):
+
+  main            `paper` on pixel6pro: original, mglru, pps, pmr and every
+                  other scheme in schemes/*.toml (Figs. 5-7, 11-13, Table 3,
+                  the headline ratios)
+  devices         `paper` on pixel5: original, pps, pmr (Fig. 14, beside
+                  main's pixel6pro runs)
+  delta           pmr with the victim target delta at k x kswapd's
+                  nr_to_reclaim on pixel6pro (Fig. 15a): the guest's high
+                  watermark as the harness sets it (profile.watermarks(),
+                  guest_high_watermark_pages), so that 3x is the kernel's
+                  default (pmr_victim_target_kbytes=0)
+  unit-pixel6pro  pmr at unmap units of 64 kB-16 MB (Fig. 15b)
+  unit-pixel5     the same on pixel5 (full mode only)
+
+Full mode: `reps` (at least 3) repetitions of everything; main and devices
+run the scenario's 10 rounds, the two sweeps 4 rounds per run (as
+`make unit-sweep`). Estimated guest time on this project's 2-core TCG host
+(estimate_s): about 5.5 h at 3 reps, far over the 2 h target -- main alone
+(4 schemes x 3 reps x 8 min) takes about 1.6 h; the estimate is printed
+before anything starts.
+
+Quick mode: 1 repetition (unless --reps says otherwise) of 1 round per run;
+main runs original, pps and pmr (no mglru: it would push the total over
+20 min), the delta sweep 1x/3x/5x, the unit sweep 256 kB/1 MB/16 MB on
+pixel6pro only. 12 guest runs of about 1.5 min each (the boot, background
+launches and settling are a third of a run): about 20 min, the target's
+limit. One round means the foreground apps' first (cold) launches only.
+
+Resuming: a campaign subdirectory whose campaign.json has every run of its
+plan (ok or failed) is not run again; one cut off part-way is moved aside
+(`<name>.incomplete-<n>`) and run afresh; one that holds a different plan
+(other reps, seed, rounds or schemes) is refused, so `pmrtb paper` can be
+run again with the same --out until it is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import campaign, paths, profiles, scenarios, schemes
+from .errors import UserError
+from .profiles import PAGE_KB, Profile
+
+SCENARIO = "paper"
+MAIN_PROFILE = "pixel6pro"
+OTHER_PROFILE = "pixel5"
+BASELINE = "original"
+# the paper's schemes first, in this order; any other scheme file follows
+PAPER_SCHEMES = ("original", "mglru", "pps", "pmr")
+QUICK_MAIN_SCHEMES = ("original", "pps", "pmr")
+DEVICE_SCHEMES = ("original", "pps", "pmr")
+DELTA_KEY = "pmr_victim_target_kbytes"
+UNIT_KEY = "pmr_unmap_unit_kbytes"
+FULL_DELTA_MULTIPLES = (1, 2, 3, 4, 5)
+QUICK_DELTA_MULTIPLES = (1, 3, 5)
+FULL_UNITS_KB = (64, 256, 1024, 4096, 16384)
+QUICK_UNITS_KB = (256, 1024, 16384)
+QUICK_ROUNDS = 1
+FULL_SWEEP_ROUNDS = 4
+MIN_FULL_REPS = 3
+
+# Guest time per run: (fixed s, s per round). pixel6pro from README's
+# measurements (`paper`, 10 rounds: 7.5-8.3 min per run, boot included;
+# background launches and settling take ~33 s of it, boot and shutdown
+# ~20 s); pixel5 is a smaller guest whose runs were only measured for
+# `smoke`: assumed ~5-10% faster. The dwell times (2-4 s per switch, 10
+# switches a round) dominate and do not depend on the device.
+RUN_S = {"pixel6pro": (55.0, 42.5), "pixel5": (50.0, 40.0)}
+# per campaign: the kernel's up-to-date check, the (cached) dilation, the report
+CAMPAIGN_OVERHEAD_S = 10.0
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    """One campaign of the evaluation: subdirectory `name` of the output."""
+
+    name: str
+    figures: str          # what the paper uses it for
+    profile: str
+    schemes: tuple[str, ...]
+    reps: int
+    rounds: int
+
+    def request(self, out: Path, seed: int) -> campaign.CampaignRequest:
+        return campaign.CampaignRequest(SCENARIO, self.profile, ",".join(self.schemes),
+                                        self.reps, seed, out / self.name, rounds=self.rounds)
+
+    @property
+    def runs(self) -> int:
+        return self.reps * len(self.schemes)
+
+
+@dataclass(frozen=True)
+class DeltaPoint:
+    multiple: int
+    kbytes: int
+    scheme: str
+
+
+@dataclass
+class PaperPlan:
+    out: Path
+    quick: bool
+    reps: int
+    seed: int
+    campaigns: list[CampaignSpec]
+    # kswapd's nr_to_reclaim on the main profile's guest, pages
+    nr_to_reclaim_pages: int
+    delta: list[DeltaPoint] = field(default_factory=list)
+    main_scale: float = 1.0   # the main profile's guest/phone RAM ratio
+
+    def campaign(self, name: str) -> CampaignSpec | None:
+        return next((c for c in self.campaigns if c.name == name), None)
+
+
+def guest_high_watermark_pages(profile: Profile) -> int:
+    """The guest's high watermark summed over its zones, pages: what kswapd's
+    nr_to_reclaim is (the sum over zones of max(high, SWAP_CLUSTER_MAX)).
+
+    Linux 6.1 (__setup_per_zone_wmarks) with the sysctls the harness writes
+    (profile.watermarks()): high = min + 2 gap per zone, the zones' min adding
+    up to min_free_kbytes and gap = max(min / 4, managed x
+    watermark_scale_factor / 10000). RAM stands in for the managed pages,
+    which the kernel's own reservations make ~0.5% fewer, so this is that
+    much above the guest's real figure (6,586 against ~6,556 pages on
+    pixel6pro)."""
+    wm = profile.watermarks()
+    ram_kb = profile.guest_ram_mb * 1024
+    min_kb = wm["min_free_kbytes"]
+    gap_kb = max(min_kb / 4, ram_kb * wm["watermark_scale_factor"] / 10000)
+    return round((min_kb + 2 * gap_kb) / PAGE_KB)
+
+
+def delta_points(profile: Profile, multiples: tuple[int, ...]) -> list[DeltaPoint]:
+    """pmr with the victim target at k x nr_to_reclaim, for each k."""
+    pages = guest_high_watermark_pages(profile)
+    return [DeltaPoint(k, k * pages * PAGE_KB, f"pmr@{DELTA_KEY}={k * pages * PAGE_KB}")
+            for k in multiples]
+
+
+def discover_schemes() -> list[str]:
+    """Every scheme in schemes/*.toml: the paper's first, then the rest by name."""
+    found = sorted(p.stem for p in paths.SCHEMES_DIR.glob("*.toml"))
+    return [s for s in PAPER_SCHEMES if s in found] + [s for s in found if s not in PAPER_SCHEMES]
+
+
+def plan(out: Path, *, quick: bool = False, reps: int | None = None, seed: int = 1) -> PaperPlan:
+    """The campaigns of the evaluation; checks the input, touches nothing."""
+    if reps is None:
+        reps = 1 if quick else MIN_FULL_REPS
+    if reps < 1:
+        raise UserError(f"--reps must be at least 1, got {reps}")
+    if not quick and reps < MIN_FULL_REPS:
+        raise UserError(f"the full evaluation needs --reps {MIN_FULL_REPS} or more (got {reps}); "
+                        "use --quick for a shorter run")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} exists and is not a directory")
+    main_profile = profiles.load(MAIN_PROFILE)
+    other_profile = profiles.load(OTHER_PROFILE)
+    scenario_rounds = scenarios.load(SCENARIO).rounds
+    main_rounds = QUICK_ROUNDS if quick else scenario_rounds
+    sweep_rounds = QUICK_ROUNDS if quick else min(FULL_SWEEP_ROUNDS, scenario_rounds)
+    if quick:
+        main_schemes = tuple(s for s in QUICK_MAIN_SCHEMES if s in discover_schemes())
+    else:
+        main_schemes = tuple(discover_schemes())
+    for needed in DEVICE_SCHEMES:
+        if needed not in main_schemes:
+            raise UserError(f"schemes/{needed}.toml is missing: the evaluation needs {needed}")
+    delta = delta_points(main_profile, QUICK_DELTA_MULTIPLES if quick else FULL_DELTA_MULTIPLES)
+    units = QUICK_UNITS_KB if quick else FULL_UNITS_KB
+    unit_schemes = tuple(f"pmr@{UNIT_KEY}={kb}" for kb in units)
+    campaigns = [
+        CampaignSpec("main", "headline ratios, Figs. 5-7, 11-13, Table 3", MAIN_PROFILE,
+                     main_schemes, reps, main_rounds),
+        CampaignSpec("devices", "Fig. 14 (with main's pixel6pro runs)", OTHER_PROFILE,
+                     DEVICE_SCHEMES, reps, main_rounds),
+        CampaignSpec("delta", "Fig. 15a", MAIN_PROFILE, tuple(p.scheme for p in delta), reps,
+                     sweep_rounds),
+        CampaignSpec(f"unit-{MAIN_PROFILE}", "Fig. 15b", MAIN_PROFILE, unit_schemes, reps,
+                     sweep_rounds),
+    ]
+    if not quick:
+        campaigns.append(CampaignSpec(f"unit-{OTHER_PROFILE}", "Fig. 15b", OTHER_PROFILE,
+                                      unit_schemes, reps, sweep_rounds))
+    # every scheme name must load (overrides included) before anything runs
+    for c in campaigns:
+        schemes.parse_list(",".join(c.schemes), main_profile if c.profile == MAIN_PROFILE
+                           else other_profile)
+    return PaperPlan(out, quick, reps, seed, campaigns,
+                     guest_high_watermark_pages(main_profile), delta, main_profile.scale)
+
+
+# ---- time estimate ---------------------------------------------------------
+
+def run_seconds(profile: str, rounds: int) -> float:
+    fixed, per_round = RUN_S.get(profile, RUN_S[MAIN_PROFILE])
+    return fixed + per_round * rounds
+
+
+def estimate_s(spec: CampaignSpec) -> float:
+    """Guest time of one campaign on this project's host (see RUN_S)."""
+    return CAMPAIGN_OVERHEAD_S + spec.runs * run_seconds(spec.profile, spec.rounds)
+
+
+def _duration(seconds: float) -> str:
+    minutes = math.ceil(seconds / 60)
+    if minutes < 90:
+        return f"{minutes} min"
+    return f"{minutes // 60} h" + (f" {minutes % 60:02d} min" if minutes % 60 else "")
+
+
+def _n(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
+
+
+def estimate_lines(p: PaperPlan, statuses: dict[str, str]) -> list[str]:
+    """What will run and how long it should take; finished campaigns are skipped."""
+    lines = [f"pmrtb paper ({'quick' if p.quick else 'full'}): {len(p.campaigns)} campaigns "
+             f"in {p.out}, {_n(p.reps, 'rep')}, seed {p.seed}"]
+    remaining = 0.0
+    for c in p.campaigns:
+        est = estimate_s(c)
+        done = statuses.get(c.name) == "finished"
+        remaining += 0 if done else est
+        lines.append(f"  {c.name:<15} {c.profile:<9} {_n(len(c.schemes), 'scheme')} x "
+                     f"{_n(c.reps, 'rep')} x {_n(c.rounds, 'round')} = {_n(c.runs, 'run')}, "
+                     f"~{_duration(est)}"
+                     + ("  [finished: skipped]" if done else ""))
+    total = sum(estimate_s(c) for c in p.campaigns)
+    target = 20 * 60 if p.quick else 2 * 3600
+    over = "" if total <= target else f" (over the {_duration(target)} target)"
+    lines.append(f"estimated guest time: ~{_duration(total)} in all{over}; "
+                 f"~{_duration(remaining)} still to run")
+    return lines
+
+
+# ---- resuming --------------------------------------------------------------
+
+def _campaign_json(d: Path) -> dict | None:
+    try:
+        return json.loads((d / "campaign.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def campaign_status(p: PaperPlan, spec: CampaignSpec) -> str:
+    """"new" (nothing there yet), "finished" (every run of the plan is in its
+    campaign.json) or "partial" (cut off); a directory holding another plan
+    is refused."""
+    d = p.out / spec.name
+    if not d.exists() or not any(d.iterdir()):
+        return "new"
+    data = _campaign_json(d)
+    if data is None:
+        return "partial"
+    want = {"scenario": SCENARIO, "profile": spec.profile, "schemes": list(spec.schemes),
+            "reps": spec.reps, "seed": p.seed, "rounds": spec.rounds}
+    differs = [f"{k} {data.get(k)!r}, not {v!r}" for k, v in want.items() if data.get(k) != v]
+    if differs:
+        raise UserError(f"{d} holds another campaign ({'; '.join(differs)}): use another --out "
+                        f"or remove {d} to run it again")
+    done = {(r.get("scheme"), r.get("rep")) for r in data.get("runs", [])}
+    wanted = {(s, rep) for s in spec.schemes for rep in range(1, spec.reps + 1)}
+    return "finished" if wanted <= done else "partial"
+
+
+def statuses(p: PaperPlan) -> dict[str, str]:
+    return {c.name: campaign_status(p, c) for c in p.campaigns}
+
+
+def move_aside(d: Path) -> Path:
+    """Rename a cut-off campaign directory to `<name>.incomplete-<n>`."""
+    n = 1
+    while (target := d.with_name(f"{d.name}.incomplete-{n}")).exists():
+        n += 1
+    d.rename(target)
+    return target
+
+
+# ---- running ---------------------------------------------------------------
+
+Progress = Callable[[str, bool], None]
+RunCampaign = Callable[[campaign.CampaignRequest, Progress], dict]
+
+
+def run_campaign(req: campaign.CampaignRequest, progress: Progress) -> dict:
+    """campaign.plan + campaign.run: what `pmrtb run` does for one campaign."""
+    return campaign.run(campaign.plan(req), progress)
+
+
+@dataclass
+class PaperResult:
+    markdown: Path
+    ran: list[str]
+    skipped: list[str]
+    moved: dict[str, Path]
+    failed_runs: int
+
+
+def run(p: PaperPlan, progress: Progress, *, runner: RunCampaign | None = None,
+        say: Callable[[str], None] = print) -> PaperResult:
+    """Run every campaign not finished yet, then (re)write each campaign's
+    report and the combined one. `runner` runs one campaign (default
+    run_campaign; tests fake it)."""
+    from . import paper_report  # matplotlib is only needed once there are results
+
+    runner = runner or run_campaign
+    state = statuses(p)
+    p.out.mkdir(parents=True, exist_ok=True)
+    ran, skipped, moved = [], [], {}
+    for spec in p.campaigns:
+        d = p.out / spec.name
+        if state[spec.name] == "finished":
+            skipped.append(spec.name)
+            say(f"{spec.name}: finished earlier, skipped")
+            continue
+        if state[spec.name] == "partial":
+            moved[spec.name] = move_aside(d)
+            say(f"{spec.name}: cut off earlier; moved to {moved[spec.name]} and run again")
+        say(f"{spec.name}: {spec.profile}, {', '.join(spec.schemes)}")
+        runner(spec.request(p.out, p.seed), progress)
+        ran.append(spec.name)
+    collected = paper_report.collect(p)
+    md = paper_report.write(p, collected)
+    failed = sum(len(c.summary["failed_runs"]) for c in collected.values() if c.summary)
+    return PaperResult(md, ran, skipped, moved, failed)

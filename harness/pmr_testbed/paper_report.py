@@ -1,0 +1,791 @@
+"""The combined report of `pmrtb paper` (paper.py): paper.md,
+paper_summary.json and plots/ in the output directory, over the campaigns'
+own results directories (each keeps its summary.json and report.md).
+
+paper.md puts the paper's numbers beside ours: the headline ratios against
+`original` on pixel6pro (each the median, min and max over per-rep ratios,
+rep i of one scheme against rep i of the other, marked met or missed against
+the issue's targets), then one section per figure, plot first:
+
+  plots/headline_ratios.png  the headline ratios against the paper and the targets
+  plots/fig5_round_split.png kswapd's round time: page shrinking vs page writeback
+  plots/fig6_nr_reclaimed.png nr_to_reclaim vs nr_reclaimed per kswapd round
+  plots/fig7_writeback_split.png writeback time: unmap vs page-out
+  plots/fig14_devices.png    reclaim throughput on pixel5 vs pixel6pro
+  plots/fig15a_delta.png     response time against the victim target delta
+  plots/fig15b_unit.png      reclaim throughput against the unmap unit
+
+Figs. 11-13 are main's own plots (main/plots/). Table 3 (reclaim CPU) and
+the flash write volume are tables. A last section lists what fell short
+of its target, for a human to explain.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from . import report  # noqa: E402
+from .metrics import RunMetrics  # noqa: E402
+from .paper import (BASELINE, DELTA_KEY, DEVICE_SCHEMES, MAIN_PROFILE, OTHER_PROFILE,  # noqa: E402
+                    UNIT_KEY, CampaignSpec, PaperPlan)
+from .report import _cell, _fmt, _table, get_path  # noqa: E402
+from .summary import Run, build_summary, run_figures  # noqa: E402
+from .sweep import parse_name  # noqa: E402
+
+CPU_KK = "reclaim_cpu.kswapd+kshrinkd"  # kswapd's and kshrinkd's CPU seconds, per run
+PLOTS = {
+    "headline": "headline_ratios.png",
+    "fig5": "fig5_round_split.png",
+    "fig6": "fig6_nr_reclaimed.png",
+    "fig7": "fig7_writeback_split.png",
+    "fig14": "fig14_devices.png",
+    "fig15a": "fig15a_delta.png",
+    "fig15b": "fig15b_unit.png",
+}
+# the paper's Fig. 5 (§3.2.1): the original path's mean round, Pixel 6 Pro
+PAPER_FIG5 = {"shrink_ms": 4.48, "writeback_ms": 3.66, "shrink_share": 0.548,
+              "writeback_share": 0.452}
+# the paper's Table 3 (§5.6): CPU overhead, kswapd and kshrinkd (s)
+PAPER_TABLE3 = {"original": (24.31, 0.0), "pps": (13.94, 10.97), "pmr": (14.51, 11.1)}
+# §5.5: the best unmap unit per device
+PAPER_BEST_UNIT_KB = {"pixel5": 1024, "pixel6pro": 10240}
+PAPER_FIG14 = {
+    "original": "mean only ~10% above Pixel 5's (§2.2.2)",
+    "pps": "peak 205 MB/s, +45% over Pixel 5 (§5.4)",
+    "pmr": "mean \"65% of\" Pixel 5's as printed (§5.4; likely +65%)",
+}
+
+
+@dataclass(frozen=True)
+class Headline:
+    key: str
+    title: str
+    scheme: str
+    base: str
+    figure: str                          # dotted path of run_figures, or CPU_KK
+    paper: float | None
+    paper_note: str
+    target: tuple[str, float] | None     # ("<=", 0.5) or (">=", 2.0)
+
+
+HEADLINES = [
+    Headline("response_time", "response time (mean)", "pmr", "original", "response_ms.mean",
+             0.564, "-43.6% (§5.2)", ("<=", 0.50)),
+    Headline("response_time_vs_mglru", "response time (mean), against MGLRU", "pmr", "mglru",
+             "response_ms.mean", None, "no MGLRU in the paper", None),
+    Headline("peak_throughput", "peak reclaim throughput", "pmr", "original",
+             "reclaim_mbps.peak", 1.828, "+82.8% (§5.3.1)", (">=", 2.0)),
+    Headline("kills", "LMKD kills", "pmr", "original", "kills", 0.18, "-82% (§5.3.2)",
+             ("<=", 0.15)),
+    Headline("direct_reclaims", "direct reclaims (allocstall)", "pmr", "original", "allocstall",
+             None, "only against Acclaim: -45% (§5.3.2)", ("<=", 0.50)),
+    Headline("reclaim_cpu", "reclaim CPU (kswapd + kshrinkd)", "pmr", "original", CPU_KK,
+             1.053, "25.61 / 24.31 s (Table 3)", ("<=", 1.03)),
+    Headline("flash_writes", "flash write volume (pswpout MB)", "pmr", "original",
+             "pswpout_mb", 1.121, "+12.1% over 30 min (§5.6)", ("<=", 1.10)),
+    Headline("pps_reclaim_cpu", "reclaim CPU (kswapd + kshrinkd), PPS", "pps", "original",
+             CPU_KK, 1.02, "+2.0% (§5.6; Table 3: 24.91 / 24.31 s)", None),
+]
+
+
+@dataclass
+class Collected:
+    """One campaign's results, as far as they go."""
+
+    spec: CampaignSpec
+    dir: Path
+    status: str                          # "finished", "partial" or "missing"
+    summary: dict | None = None
+    ok: dict[str, list[Run]] | None = None
+    runs_present: int = 0
+
+
+def collect(p: PaperPlan) -> dict[str, Collected]:
+    """(Re)write each campaign's summary.json and report.md and keep both."""
+    collected = {}
+    for spec in p.campaigns:
+        d = p.out / spec.name
+        c = Collected(spec, d, "missing")
+        if (d / "campaign.json").exists():
+            summary, ok = build_summary(d)
+            report.write_report(d, (summary, ok))
+            data = json.loads((d / "campaign.json").read_text())
+            present = {(r["scheme"], r["rep"]) for r in data["runs"]}
+            wanted = {(s, rep) for s in spec.schemes for rep in range(1, spec.reps + 1)}
+            c.status = "finished" if wanted <= present else "partial"
+            c.summary, c.ok, c.runs_present = summary, ok, len(present & wanted)
+        collected[spec.name] = c
+    return collected
+
+
+# ---- ratios ----------------------------------------------------------------
+
+def run_value(m: RunMetrics, figure: str) -> float | None:
+    if figure == CPU_KK:
+        cpu = m.reclaim_cpu_s
+        return None if cpu is None else cpu.get("kswapd", 0.0) + cpu.get("kshrinkd", 0.0)
+    return run_figures(m).get(tuple(figure.split(".")))
+
+
+def paired_ratios(ok: dict[str, list[Run]] | None, scheme: str, base: str,
+                  figure: str) -> list[float]:
+    """scheme / base per rep both completed (rep i against rep i), where both
+    have the figure and base's is not 0; in rep order."""
+    if not ok or not ok.get(scheme) or not ok.get(base):
+        return []
+    base_by_rep = {r.rep: run_value(r.metrics, figure) for r in ok[base]}
+    ratios = []
+    for r in sorted(ok[scheme], key=lambda r: r.rep):
+        num, den = run_value(r.metrics, figure), base_by_rep.get(r.rep)
+        if num is not None and den:
+            ratios.append(num / den)
+    return ratios
+
+
+def meets(value: float, target: tuple[str, float]) -> bool:
+    op, bound = target
+    return value <= bound if op == "<=" else value >= bound
+
+
+def headline_ratio(h: Headline, ok: dict[str, list[Run]] | None) -> dict:
+    """median, min and max of the paired ratios, the paper's figure, the
+    target and whether the median meets it (status met, missed, no target
+    or not measured)."""
+    values = paired_ratios(ok, h.scheme, h.base, h.figure)
+    entry = {"title": h.title, "scheme": h.scheme, "base": h.base, "figure": h.figure,
+             "median": statistics.median(values) if values else None,
+             "min": min(values) if values else None, "max": max(values) if values else None,
+             "pairs": len(values), "values": values, "paper": h.paper,
+             "paper_note": h.paper_note,
+             "target": {"op": h.target[0], "value": h.target[1]} if h.target else None,
+             "met": None, "reps_meeting": None}
+    if not values:
+        entry["status"] = "not measured"
+        entry["reason"] = _unmeasured_reason(h, ok)
+    elif h.target is None:
+        entry["status"] = "no target"
+    else:
+        entry["met"] = meets(entry["median"], h.target)
+        entry["reps_meeting"] = sum(meets(v, h.target) for v in values)
+        entry["status"] = "met" if entry["met"] else "missed"
+    return entry
+
+
+def _unmeasured_reason(h: Headline, ok: dict[str, list[Run]] | None) -> str:
+    if ok is None:
+        return "the main campaign has no results yet"
+    for name in (h.scheme, h.base):
+        if name not in ok:
+            return f"{name} was not run (not in this mode's main campaign)"
+        if not ok[name]:
+            return f"{name} has no ok runs"
+    return f"no rep of both has the figure ({h.base}'s is 0 or missing)"
+
+
+def headline_ratios(collected: dict[str, Collected]) -> dict[str, dict]:
+    main = collected.get("main")
+    return {h.key: headline_ratio(h, main.ok if main else None) for h in HEADLINES}
+
+
+def _ratio_cell(r: dict) -> str:
+    if r["median"] is None:
+        return "–"
+    text = f"{r['median']:.3f}"
+    if r["pairs"] > 1:
+        text += f" [{r['min']:.3f}, {r['max']:.3f}]"
+    return text + f" ({r['pairs']} rep{'s' if r['pairs'] > 1 else ''})"
+
+
+def _target_text(r: dict) -> str:
+    t = r["target"]
+    return f"{'≤' if t['op'] == '<=' else '≥'} {t['value']:g}" if t else "–"
+
+
+def _status_text(r: dict) -> str:
+    if r["status"] == "met":
+        return f"✅ met ({r['reps_meeting']} of {r['pairs']} reps)"
+    if r["status"] == "missed":
+        return f"❌ missed ({r['reps_meeting']} of {r['pairs']} reps meet it)"
+    if r["status"] == "not measured":
+        return f"not measured: {r['reason']}"
+    return "no target"
+
+
+def ratio_table(ratios: dict[str, dict]) -> list[str]:
+    rows = [[r["title"], f"{r['scheme']} / {r['base']}", _ratio_cell(r),
+             "–" if r["paper"] is None else f"{r['paper']:.3f}", r["paper_note"],
+             _target_text(r), _status_text(r)] for r in ratios.values()]
+    return _table(["figure", "ratio", "ours: median [min, max]", "paper", "paper says",
+                   "target", "status"], rows)
+
+
+# ---- plots -----------------------------------------------------------------
+
+def _save(fig, path: Path) -> None:
+    report._save(fig, path)
+
+
+def plot_headline(ratios: dict[str, dict], path: Path) -> None:
+    items = list(ratios.values())
+    fig, ax = plt.subplots(figsize=(10, 0.55 * len(items) + 1.5))
+    for y, r in enumerate(items):
+        if r["median"] is not None:
+            ax.barh(y, r["median"], color="tab:blue" if r["status"] != "missed" else "tab:red",
+                    height=0.55, xerr=[[r["median"] - r["min"]], [r["max"] - r["median"]]],
+                    capsize=3, label="ours (median, min-max)" if y == 0 else None)
+        if r["paper"] is not None:
+            ax.plot(r["paper"], y, "D", color="black", label="paper")
+        if r["target"] is not None:
+            ax.plot([r["target"]["value"]] * 2, [y - 0.35, y + 0.35], color="tab:green",
+                    linewidth=2.5, label="target")
+    ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
+    ax.set_yticks(range(len(items)), [f"{r['title']}\n{r['scheme']} / {r['base']}" for r in items],
+                  fontsize=8)
+    ax.invert_yaxis()
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    if unique:
+        ax.legend(unique.values(), unique.keys(), loc="lower right", frameon=False, fontsize=8)
+    ax.set(title="Headline ratios on pixel6pro (1 = same as the baseline)", xlabel="ratio")
+    ax.grid(axis="x", alpha=0.3)
+    _save(fig, path)
+
+
+def _main_schemes(collected: dict[str, Collected]) -> dict[str, dict]:
+    main = collected.get("main")
+    if not main or not main.summary:
+        return {}
+    return {n: e for n, e in main.summary["schemes"].items() if e["runs"] > 0}
+
+
+def plot_fig5(schemes: dict[str, dict], colours: dict, path: Path) -> None:
+    with_split = {n: e for n, e in schemes.items()
+                  if get_path(e, "kswapd_rounds.shrink_ms") is not None}
+    # (label, shrinking ms, writeback ms, shrinking share, the paper's)
+    bars = [("paper: original\n(Pixel 6 Pro)", PAPER_FIG5["shrink_ms"],
+             PAPER_FIG5["writeback_ms"], PAPER_FIG5["shrink_share"], True)]
+    bars += [(n, e["kswapd_rounds"]["shrink_ms"], e["kswapd_rounds"]["writeback_ms"],
+              e["kswapd_rounds"]["shrink_share"], False) for n, e in with_split.items()]
+    fig, (ax_ms, ax_share) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for x, (label, shrink, writeback, share, paper) in enumerate(bars):
+        hatch = "//" if paper else None
+        first = x == min(1, len(bars) - 1)
+        ax_ms.bar(x, shrink, 0.6, color="tab:orange", hatch=hatch,
+                  label="page shrinking" if first else None)
+        ax_ms.bar(x, writeback, 0.6, bottom=shrink, color="tab:blue", hatch=hatch,
+                  label="page writeback" if first else None)
+        share = share or 0.0
+        ax_share.bar(x, 100 * share, 0.6, color="tab:orange", hatch=hatch)
+        ax_share.bar(x, 100 * (1 - share), 0.6, bottom=100 * share, color="tab:blue",
+                     hatch=hatch)
+        ax_share.annotate(f"{100 * share:.1f}%", (x, 100 * share / 2), ha="center", fontsize=8,
+                          backgroundcolor="white")
+    for ax in (ax_ms, ax_share):
+        ax.set_xticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    ax_ms.set(title="Mean time per kswapd reclaim round", ylabel="ms per round")
+    ax_share.set(title="Share of the round", ylabel="% of round time", ylim=(0, 100))
+    ax_ms.legend(frameon=False, fontsize=8)
+    if not with_split:
+        report._no_data(ax_ms, "kswapd rounds with a writeback split (mm_vmscan_kswapd_round)")
+    _save(fig, path)
+
+
+def plot_fig6(ok: dict[str, list[Run]] | None, colours: dict, path: Path) -> None:
+    with_rounds = {n: [r for r in runs if r.metrics.kswapd_round_list]
+                   for n, runs in (ok or {}).items()}
+    with_rounds = {n: runs for n, runs in with_rounds.items() if runs}
+    rows = max(len(with_rounds), 1)
+    fig, axes = plt.subplots(rows, 1, figsize=(11, 2.6 * rows + 0.6), squeeze=False)
+    for ax, (scheme, runs) in zip(axes[:, 0], with_rounds.items()):
+        run = report.median_run(runs)
+        rounds = run.metrics.kswapd_round_list
+        t = [r.t_end_s for r in rounds]
+        ax.plot(t, [r.nr_to_reclaim for r in rounds], drawstyle="steps-post", color="black",
+                linewidth=1.0, marker="_", label="nr_to_reclaim (goal)")
+        ax.plot(t, [r.nr_reclaimed for r in rounds], ".", color=colours.get(scheme, "tab:blue"),
+                markersize=4, label="nr_reclaimed")
+        ax.set(title=f"{scheme} (rep {run.rep}, {len(rounds)} kswapd "
+                     f"round{'' if len(rounds) == 1 else 's'})", ylabel="pages")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper right", frameon=False, fontsize=8)
+    if not with_rounds:
+        report._no_data(axes[0, 0], "kswapd rounds (mm_vmscan_kswapd_round)")
+    axes[-1, 0].set_xlabel("time since workload start (s)")
+    _save(fig, path)
+
+
+def plot_fig7(schemes: dict[str, dict], colours: dict, path: Path) -> None:
+    with_wb = {n: e for n, e in schemes.items() if e.get("writeback")}
+    fig, (ax_s, ax_p) = plt.subplots(1, 2, figsize=(12, 4.5))
+    names = list(with_wb)
+    for x, (n, e) in enumerate(with_wb.items()):
+        wb = e["writeback"]
+        ax_s.bar(x, wb["unmap_s"] or 0.0, 0.6, color="tab:red", label="unmap" if x == 0 else None)
+        ax_s.bar(x, wb["pageout_s"] or 0.0, 0.6, bottom=wb["unmap_s"] or 0.0, color="tab:green",
+                 label="page-out" if x == 0 else None)
+        ax_p.bar(x - 0.2, get_path(wb, "unmap_us_per_page.p50") or 0.0, 0.4, color="tab:red",
+                 label="unmap" if x == 0 else None)
+        ax_p.bar(x + 0.2, get_path(wb, "pageout_us_per_page.p50") or 0.0, 0.4, color="tab:green",
+                 label="page-out" if x == 0 else None)
+    for ax in (ax_s, ax_p):
+        ax.set_xticks(range(len(names)), names)
+        ax.grid(axis="y", alpha=0.3)
+        if names:
+            ax.legend(frameon=False, fontsize=8)
+        else:
+            report._no_data(ax, "writeback times (mm_vmscan_writeback_time)")
+    ax_s.set(title="Reclaim's writeback time over a run", ylabel="seconds per run (median)")
+    ax_p.set(title="Per page, median shrink_folio_list() call", ylabel="µs per page")
+    _save(fig, path)
+
+
+def _device_entries(collected: dict[str, Collected]) -> dict[str, dict[str, dict]]:
+    """{profile: {scheme: summary entry}} for Fig. 14's schemes."""
+    out: dict[str, dict[str, dict]] = {}
+    for profile, name in ((OTHER_PROFILE, "devices"), (MAIN_PROFILE, "main")):
+        c = collected.get(name)
+        schemes = c.summary["schemes"] if c and c.summary else {}
+        out[profile] = {s: schemes[s] for s in DEVICE_SCHEMES
+                        if s in schemes and schemes[s]["runs"] > 0}
+    return out
+
+
+def plot_fig14(devices: dict[str, dict[str, dict]], path: Path) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    palette = {OTHER_PROFILE: "tab:grey", MAIN_PROFILE: "tab:purple"}
+    for ax, (dotted, title) in zip(axes, (("reclaim_mbps.peak", "Peak reclaim throughput"),
+                                          ("reclaim_mbps.mean", "Mean reclaim throughput"))):
+        for i, (profile, entries) in enumerate(devices.items()):
+            for x, scheme in enumerate(DEVICE_SCHEMES):
+                if scheme not in entries:
+                    continue
+                height, yerr = report._whiskers(entries[scheme], dotted)
+                ax.bar(x + (i - 0.5) * 0.38, height, 0.38, color=palette[profile], yerr=yerr,
+                       capsize=3, label=profile)
+        ax.set_xticks(range(len(DEVICE_SCHEMES)), DEVICE_SCHEMES)
+        ax.set(title=title, ylabel="swap-device writes (MB/s)")
+        ax.grid(axis="y", alpha=0.3)
+        handles, labels = ax.get_legend_handles_labels()
+        if handles:
+            unique = dict(zip(labels, handles))
+            ax.legend(unique.values(), unique.keys(), frameon=False)
+        else:
+            report._no_data(ax, "runs")
+    _save(fig, path)
+
+
+def _errorbar(ax, xs, entries, dotted, **style) -> None:
+    report._errorbar(ax, xs, entries, dotted, **style)
+
+
+def delta_rows(p: PaperPlan, collected: dict[str, Collected]) -> list[tuple]:
+    """(multiple, kB, scheme, entry or None) for each planned delta."""
+    c = collected.get("delta")
+    schemes = c.summary["schemes"] if c and c.summary else {}
+    return [(d.multiple, d.kbytes, d.scheme,
+             schemes.get(d.scheme) if schemes.get(d.scheme, {}).get("runs") else None)
+            for d in p.delta]
+
+
+def plot_fig15a(p: PaperPlan, rows: list[tuple], path: Path) -> None:
+    fig, (ax_r, ax_t) = plt.subplots(1, 2, figsize=(12, 4.5))
+    measured = [(k, e) for k, _, _, e in rows if e is not None]
+    xs, entries = [k for k, _ in measured], [e for _, e in measured]
+    _errorbar(ax_r, xs, entries, "response_ms.mean", color="tab:purple", marker="o",
+              label="mean")
+    _errorbar(ax_t, xs, entries, "reclaim_mbps.peak", color="tab:purple", marker="o",
+              label="peak")
+    _errorbar(ax_t, xs, entries, "reclaim_mbps.mean", color="tab:purple", marker="s",
+              linestyle="--", label="mean")
+    ticks = [k for k, *_ in rows]
+    labels = [f"{k}x\n{kb / 1024:.1f} MB" for k, kb, *_ in rows]
+    for ax, title, ylabel in ((ax_r, "Response time against δ", "response time (ms)"),
+                              (ax_t, "Reclaim throughput against δ", "MB/s")):
+        ax.set_xticks(ticks, labels)
+        ax.set(title=title, xlabel="δ (multiples of kswapd's nr_to_reclaim; guest MB)",
+               ylabel=ylabel)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(frameon=False, fontsize=8)
+        else:
+            report._no_data(ax, "delta runs")
+    if 3 in ticks:
+        ax_r.axvline(3, color="grey", linestyle=":", linewidth=1)
+    _save(fig, path)
+
+
+def unit_points(collected: dict[str, Collected]) -> dict[str, list[tuple]]:
+    """{profile: [(unit kB, scheme, entry or None)]} for each unit campaign."""
+    out = {}
+    for name, c in collected.items():
+        if not name.startswith("unit-"):
+            continue
+        schemes = c.summary["schemes"] if c.summary else {}
+        points = []
+        for scheme in c.spec.schemes:
+            value = float(dict(parse_name(scheme)[0].overrides)[UNIT_KEY])
+            entry = schemes.get(scheme)
+            points.append((value, scheme, entry if entry and entry["runs"] else None))
+        out[c.spec.profile] = points
+    return out
+
+
+def plot_fig15b(units: dict[str, list[tuple]], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    palette = {OTHER_PROFILE: "tab:grey", MAIN_PROFILE: "tab:purple"}
+    values = sorted({v for points in units.values() for v, *_ in points})
+    for profile, points in units.items():
+        measured = [(v, e) for v, _, e in points if e is not None]
+        _errorbar(ax, [v for v, _ in measured], [e for _, e in measured], "reclaim_mbps.peak",
+                  color=palette.get(profile), marker="o", label=f"{profile}: peak")
+        _errorbar(ax, [v for v, _ in measured], [e for _, e in measured], "reclaim_mbps.mean",
+                  color=palette.get(profile), marker="s", linestyle="--",
+                  label=f"{profile}: mean")
+    if values:
+        ax.set_xscale("log")
+        ax.set_xticks(values, [f"{v / 1024:g} MB" if v >= 1024 else f"{v:g} kB" for v in values])
+        ax.minorticks_off()
+    ax.set(title="Reclaim throughput against the unmap unit", xlabel="pmr_unmap_unit_kbytes",
+           ylabel="swap-device writes (MB/s)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    if ax.lines:
+        ax.legend(frameon=False, fontsize=8)
+    else:
+        report._no_data(ax, "unit runs")
+    _save(fig, path)
+
+
+# ---- tables ----------------------------------------------------------------
+
+def _e_cell(entry: dict | None, dotted: str) -> str:
+    if not entry:
+        return "–"
+    return _cell(get_path(entry, dotted), entry.get("spread", {}).get(dotted))
+
+
+def fig5_table(schemes: dict[str, dict]) -> list[str]:
+    paper = PAPER_FIG5
+    rows = [["paper: original (Pixel 6 Pro)", "–",
+             f"{paper['shrink_ms'] + paper['writeback_ms']:.2f}", f"{paper['shrink_ms']:.2f}",
+             f"{paper['writeback_ms']:.2f}", f"{paper['shrink_share']:.3f}",
+             f"{paper['writeback_share']:.3f}"]]
+    rows += [[n, *(_e_cell(e, f"kswapd_rounds.{k}") for k in
+                   ("rounds", "duration_ms", "shrink_ms", "writeback_ms", "shrink_share",
+                    "writeback_share"))]
+             for n, e in schemes.items() if e.get("kswapd_rounds")]
+    return _table(["scheme", "rounds", "round ms", "shrinking ms", "writeback ms",
+                   "shrinking share", "writeback share"], rows)
+
+
+def fig6_table(schemes: dict[str, dict]) -> list[str]:
+    rows = [[n, *(_e_cell(e, f"kswapd_rounds.{k}") for k in
+                  ("nr_to_reclaim", "nr_reclaimed", "nr_scanned", "reclaimed_ratio",
+                   "goal_met_share"))]
+            for n, e in schemes.items() if e.get("kswapd_rounds")]
+    return _table(["scheme", "nr_to_reclaim (median)", "nr_reclaimed (median)",
+                   "nr_scanned (median)", "reclaimed / goal (mean)", "rounds that met the goal"],
+                  rows) if rows else []
+
+
+def fig7_table(schemes: dict[str, dict]) -> list[str]:
+    cols = ("writeback.unmap_s", "writeback.pageout_s", "writeback.unmap_share",
+            "writeback.unmap_us_per_page.p50", "writeback.unmap_us_per_page.p95",
+            "writeback.pageout_us_per_page.p50")
+    rows = [[n, *(_e_cell(e, k) for k in cols)] for n, e in schemes.items() if e.get("writeback")]
+    return _table(["scheme", "unmap s", "page-out s", "unmap share", "unmap µs/page p50",
+                   "p95", "page-out µs/page p50"], rows) if rows else []
+
+
+MAIN_COLUMNS = [("response_ms.mean", "response mean ms"), ("response_ms.p95", "p95 ms"),
+                ("reclaim_mbps.peak", "reclaim peak MB/s"), ("reclaim_mbps.mean", "mean MB/s"),
+                ("kills", "kills"), ("allocstall", "allocstall"), ("pgmajfault", "major faults")]
+
+
+def main_table(schemes: dict[str, dict]) -> list[str]:
+    rows = [[n, str(e["runs"]), *(_e_cell(e, k) for k, _ in MAIN_COLUMNS)]
+            for n, e in schemes.items()]
+    return _table(["scheme", "runs", *(t for _, t in MAIN_COLUMNS)], rows) if rows else []
+
+
+def _median_ratio(values: list[float]) -> str:
+    if not values:
+        return "–"
+    text = f"{statistics.median(values):.3f}"
+    return text + (f" [{min(values):.3f}, {max(values):.3f}]" if len(values) > 1 else "")
+
+
+def table3(schemes: dict[str, dict], ok: dict[str, list[Run]] | None) -> list[str]:
+    rows = []
+    for n, e in schemes.items():
+        cpu = e.get("reclaim_cpu_s") or {}
+        kswapd, kshrinkd = cpu.get("kswapd"), cpu.get("kshrinkd", 0.0 if cpu else None)
+        total = None if kswapd is None else kswapd + (kshrinkd or 0.0)
+        other = sum(v for k, v in cpu.items() if k not in ("kswapd", "kshrinkd"))
+        paper = PAPER_TABLE3.get(n)
+        ratio = _median_ratio(paired_ratios(ok, n, BASELINE, CPU_KK)) if n != BASELINE else "1"
+        rows.append([n, _e_cell(e, "reclaim_cpu_s.kswapd"),
+                     _e_cell(e, "reclaim_cpu_s.kshrinkd") if "kshrinkd" in cpu else _fmt(kshrinkd),
+                     _fmt(total), ratio, _fmt(other) if other else "–",
+                     *(("–",) * 4 if paper is None else
+                       (f"{paper[0]:.2f}", f"{paper[1]:.2f}", f"{sum(paper):.2f}",
+                        f"{sum(paper) / sum(PAPER_TABLE3['original']):.3f}"))])
+    return _table(["scheme", "kswapd s", "kshrinkd s", "kswapd + kshrinkd s",
+                   "÷ original (paired)", "other reclaim threads s", "paper kswapd s",
+                   "paper kshrinkd s", "paper total s", "paper ÷ original"], rows) if rows else []
+
+
+def flash_table(schemes: dict[str, dict], ok: dict[str, list[Run]] | None) -> list[str]:
+    paper = {"pmr": "1.121 (§5.6)"}
+    rows = [[n, _e_cell(e, "pswpout_mb"),
+             "1" if n == BASELINE else _median_ratio(paired_ratios(ok, n, BASELINE, "pswpout_mb")),
+             paper.get(n, "–")] for n, e in schemes.items()]
+    return _table(["scheme", "swap out MB (pswpout)", "÷ original (paired)", "paper ÷ original"],
+                  rows) if rows else []
+
+
+def fig14_table(devices: dict[str, dict[str, dict]]) -> list[str]:
+    rows = []
+    small, big = devices[OTHER_PROFILE], devices[MAIN_PROFILE]
+    for s in DEVICE_SCHEMES:
+        row = [s]
+        for dotted in ("reclaim_mbps.peak", "reclaim_mbps.mean"):
+            a, b = small.get(s), big.get(s)
+            va, vb = (get_path(a, dotted) if a else None), (get_path(b, dotted) if b else None)
+            row += [_e_cell(a, dotted), _e_cell(b, dotted),
+                    f"{vb / va:.2f}" if va and vb is not None else "–"]
+        rows.append(row + [PAPER_FIG14[s]])
+    return _table(["scheme", f"{OTHER_PROFILE} peak MB/s", f"{MAIN_PROFILE} peak MB/s",
+                   "peak ratio", f"{OTHER_PROFILE} mean MB/s", f"{MAIN_PROFILE} mean MB/s",
+                   "mean ratio", "paper"], rows)
+
+
+def fig15a_table(p: PaperPlan, rows: list[tuple]) -> list[str]:
+    out = [[f"{k}x", f"{kb / 1024:.1f}", f"{kb / 1024 / p.main_scale:.0f}", f"`{scheme}`",
+            str(e["runs"]) if e else "0", _e_cell(e, "response_ms.mean"),
+            _e_cell(e, "response_ms.p95"), _e_cell(e, "reclaim_mbps.peak"), _e_cell(e, "kills"),
+            _e_cell(e, "pmr.target_mb")]
+           for k, kb, scheme, e in rows]
+    return _table(["δ", "guest MB", "phone-scale MB", "scheme", "runs", "response mean ms",
+                   "p95 ms", "reclaim peak MB/s", "kills", "target kshrinkd saw MB"], out)
+
+
+def fig15b_lines(units: dict[str, list[tuple]]) -> list[str]:
+    lines = []
+    for profile, points in units.items():
+        rows = [[f"{v:g}", f"`{scheme}`", str(e["runs"]) if e else "0",
+                 _e_cell(e, "reclaim_mbps.peak"), _e_cell(e, "reclaim_mbps.mean"),
+                 _e_cell(e, "response_ms.mean"), _e_cell(e, "swap_write_kb.mean")]
+                for v, scheme, e in points]
+        measured = [(get_path(e, "reclaim_mbps.peak"), -v, v) for v, _, e in points
+                    if e is not None and get_path(e, "reclaim_mbps.peak") is not None]
+        best = f"**{max(measured)[2]:g} kB**" if measured else "–"
+        paper = PAPER_BEST_UNIT_KB.get(profile)
+        lines += [f"`{profile}`: best unit by median peak throughput {best}; the paper's best "
+                  f"on this phone: {paper:g} kB." if paper else f"`{profile}`: best {best}.", "",
+                  *_table(["unit kB", "scheme", "runs", "reclaim peak MB/s", "mean MB/s",
+                           "response mean ms", "mean swap write KiB"], rows), ""]
+    return lines
+
+
+# ---- paper.md ----------------------------------------------------------------
+
+def _plot(key: str, alt: str) -> str:
+    return f"![{alt}](plots/{PLOTS[key]})"
+
+
+def campaigns_table(collected: dict[str, Collected]) -> list[str]:
+    rows = []
+    for name, c in collected.items():
+        s = c.summary
+        failed = len(s["failed_runs"]) if s else 0
+        ok_runs = sum(e["runs"] for e in s["schemes"].values()) if s else 0
+        status = {"finished": "finished", "missing": "not run yet",
+                  "partial": f"partial ({c.runs_present} of {c.spec.runs} runs)"}[c.status]
+        link = f"[report]({name}/report.md)" if s else "–"
+        kernel = s["kernel"]["version"] if s else "–"
+        rows.append([f"`{name}`", c.spec.figures, c.spec.profile, str(len(c.spec.schemes)),
+                     f"{c.spec.reps} x {c.spec.rounds}", f"{ok_runs} ok, {failed} failed",
+                     kernel, status, link])
+    return _table(["campaign", "for", "profile", "schemes", "reps x rounds", "runs", "kernel",
+                   "status", "details"], rows)
+
+
+def kernel_warnings(collected: dict[str, Collected]) -> list[str]:
+    kernels = {name: (c.summary["kernel"]["version"], tuple(c.summary["kernel"]["series"]))
+               for name, c in collected.items() if c.summary}
+    if len(set(kernels.values())) <= 1:
+        return []
+    return ["The campaigns ran on different kernels (version or patch series): "
+            + "; ".join(f"`{n}` {v} ({len(s)} patches)" for n, (v, s) in kernels.items())
+            + ". Re-run the older ones (remove their directories) before comparing them."]
+
+
+def shortfall_lines(ratios: dict[str, dict], collected: dict[str, Collected]) -> list[str]:
+    lines = []
+    for r in ratios.values():
+        if r["status"] == "missed":
+            lines += [f"### {r['title']} ({r['scheme']} / {r['base']})", "",
+                      f"Ours {_ratio_cell(r)}, target {_target_text(r)}, paper "
+                      f"{'–' if r['paper'] is None else format(r['paper'], '.3f')}.", "",
+                      "_Why: (to be analysed)_", ""]
+    unmeasured = [r for r in ratios.values() if r["status"] == "not measured"]
+    if unmeasured:
+        lines += ["### Not measured", "",
+                  *(f"- {r['title']} ({r['scheme']} / {r['base']}): {r['reason']}"
+                    for r in unmeasured), ""]
+    gaps = [f"- `{n}`: {c.status if c.status != 'missing' else 'not run yet'}"
+            for n, c in collected.items() if c.status != "finished"]
+    gaps += [f"- `{n}`: {len(c.summary['failed_runs'])} failed runs (see its report)"
+             for n, c in collected.items() if c.summary and c.summary["failed_runs"]]
+    if gaps:
+        lines += ["### Incomplete campaigns", "", *gaps, ""]
+    if not lines:
+        lines = ["Every target was met.", ""]
+    return lines
+
+
+def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict]) -> str:
+    schemes = _main_schemes(collected)
+    main = collected.get("main")
+    main_ok = main.ok if main else None
+    devices = _device_entries(collected)
+    drows = delta_rows(p, collected)
+    units = unit_points(collected)
+    default_target = get_path(schemes.get("pmr", {}), "pmr.target_mb")
+    three = next((kb for k, kb, *_ in drows if k == 3), None)
+    mode = (f"quick: {p.reps} rep{'s' if p.reps > 1 else ''}, 1 round per run, fewer schemes "
+            "and sweep points; indicative only" if p.quick else
+            f"full: {p.reps} reps; main and devices at the scenario's rounds, sweeps at fewer")
+    lines = [
+        "# The PMR paper's evaluation on the emulated phone", "",
+        f"Mode {mode}; seed {p.seed}; written {time.strftime('%Y-%m-%d %H:%M:%S')}. "
+        "Every figure is the median over reps with `[min, max]` across them; ratios pair rep "
+        "i of one scheme with rep i of the other. Each campaign's own report has every "
+        "number; the paper's phones run Android on real flash, ours a scaled QEMU guest "
+        "(README), so compare ratios and shapes, not absolute values.", "",
+        *(f"> ⚠ {w}" for w in kernel_warnings(collected)), "",
+        "## Campaigns", "", *campaigns_table(collected), "",
+        "## Headline ratios (pixel6pro, against original)", "",
+        _plot("headline", "headline ratios"), "",
+        "Bars: our median ratio with min-max whiskers (red when it misses the target); "
+        "diamonds: the paper; green ticks: the target.", "",
+        *ratio_table(ratios), "",
+        "## Fig. 5: where a kswapd reclaim round's time goes", "",
+        _plot("fig5", "Fig. 5"), "",
+        "Mean time per kswapd round (`mm_vmscan_kswapd_round`, one per kswapd_shrink_node() "
+        "call), split into page writeback (kswapd's own unmap and page-out time inside the "
+        "round, `mm_vmscan_writeback_time`) and page shrinking (the rest); the hatched bar is "
+        "the paper's original path on the Pixel 6 Pro.", "",
+        *fig5_table(schemes), "",
+        "## Fig. 6: nr_to_reclaim against nr_reclaimed per kswapd round", "",
+        _plot("fig6", "Fig. 6"), "",
+        "Each scheme's median run: kswapd's goal per round (the guest's high watermark, the "
+        "phone's 39,340 pages scaled by RAM) and what the round reclaimed. The paper: "
+        "\"the actual number it reclaims is far fewer than the expected value\" (§3.2.2).", "",
+        *(fig6_table(schemes) or ["No kswapd rounds were traced (the kernel lacks "
+                                  "`mm_vmscan_kswapd_round`)."]), "",
+        "## Fig. 7: writeback time, unmap against page-out", "",
+        _plot("fig7", "Fig. 7"), "",
+        "Reclaim's unmap (try_to_unmap() and TLB flushes) and page-out (pageout()) time, "
+        "from `mm_vmscan_writeback_time`: totals over the run and per page. The paper: unmap "
+        "time is high and unstable, page-out a few µs per page (§3.2.3). Distribution: "
+        "[main's unmap-time plot](main/plots/unmap_time.png).", "",
+        *(fig7_table(schemes) or ["No writeback times were traced."]), "",
+        "## Figs. 11-13: response time, reclaim throughput, kills and direct reclaims", "",
+        "![Fig. 11](main/plots/response_time.png)", "",
+        "![Fig. 12](main/plots/reclaim_throughput.png)", "",
+        "![Fig. 13](main/plots/pressure.png)", "",
+        "From the `main` campaign ([its report](main/report.md)). The paper (Pixel 6 Pro): "
+        "response time -43.6%, peak throughput +82.8%, kills -82% against OriginalMR; page "
+        "faults unchanged.", "",
+        *(main_table(schemes) or ["The main campaign has no results yet."]), "",
+        "## Fig. 14: reclaim throughput on two devices", "",
+        _plot("fig14", "Fig. 14"), "",
+        f"Swap-device write throughput on `{OTHER_PROFILE}` (the `devices` campaign) and "
+        f"`{MAIN_PROFILE}` (`main`); ratio = {MAIN_PROFILE} / {OTHER_PROFILE} of the medians.",
+        "", *fig14_table(devices), "",
+        "## Fig. 15a: response time against the victim target δ", "",
+        _plot("fig15a", "Fig. 15a"), "",
+        f"pmr with `{DELTA_KEY}` at k x kswapd's nr_to_reclaim, computed from the guest's "
+        f"high watermark as the harness sets it ({p.nr_to_reclaim_pages:,} pages); 3x is the "
+        "kernel's default. The paper (§5.5) swept 154-770 MB on the phone: response time "
+        "falls, then rises again, with a limited effect overall."
+        + (f" The kernel's own default, as kshrinkd reported it in main's pmr runs: "
+           f"{_fmt(default_target)} MB (3x here: {three / 1024:.1f} MB)."
+           if default_target is not None and three else ""), "",
+        *fig15a_table(p, drows), "",
+        "## Fig. 15b: reclaim throughput against the unmap unit", "",
+        _plot("fig15b", "Fig. 15b"), "",
+        f"pmr with `{UNIT_KEY}` at each unit. The paper (§5.5): the best unit is 1 MB on the "
+        "Pixel 5 and 10 MB on the Pixel 6 Pro.", "",
+        *(fig15b_lines(units) or ["No unit campaign yet."]),
+        "## Table 3: reclaim CPU time", "",
+        "CPU seconds of the reclaim threads over a run (threads_cpu.json), beside the paper's "
+        "Table 3 (seconds over its workload on the phone: compare the ratios).", "",
+        *(table3(schemes, main_ok) or ["The main campaign has no results yet."]), "",
+        "## Flash write volume", "",
+        "Swap-out volume per run (pswpout); the paper measured PMR +12.1% over 30 minutes.", "",
+        *(flash_table(schemes, main_ok) or ["The main campaign has no results yet."]), "",
+        "## What fell short and why", "",
+        *shortfall_lines(ratios, collected),
+    ]
+    return "\n".join(lines)
+
+
+def paper_summary(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict]) -> dict:
+    schemes = _main_schemes(collected)
+    return {
+        "mode": "quick" if p.quick else "full", "reps": p.reps, "seed": p.seed,
+        "campaigns": {
+            name: {"dir": name, "profile": c.spec.profile, "schemes": list(c.spec.schemes),
+                   "reps": c.spec.reps, "rounds": c.spec.rounds, "status": c.status,
+                   "runs_present": c.runs_present, "runs_planned": c.spec.runs,
+                   "failed_runs": len(c.summary["failed_runs"]) if c.summary else None,
+                   "summary": f"{name}/summary.json" if c.summary else None,
+                   "report": f"{name}/report.md" if c.summary else None}
+            for name, c in collected.items()},
+        "ratios": ratios,
+        "missed": [k for k, r in ratios.items() if r["status"] == "missed"],
+        "delta": {"nr_to_reclaim_pages": p.nr_to_reclaim_pages,
+                  "points": [{"multiple": d.multiple, "kbytes": d.kbytes, "scheme": d.scheme}
+                             for d in p.delta]},
+        "fig5": {n: e["kswapd_rounds"] for n, e in schemes.items() if e.get("kswapd_rounds")},
+        "fig5_paper": PAPER_FIG5,
+        "table3_paper": {n: {"kswapd": k, "kshrinkd": s} for n, (k, s) in PAPER_TABLE3.items()},
+        "plots": {k: f"plots/{v}" for k, v in PLOTS.items()},
+    }
+
+
+def write(p: PaperPlan, collected: dict[str, Collected]) -> Path:
+    """paper.md, paper_summary.json and plots/ in the output directory."""
+    ratios = headline_ratios(collected)
+    plot_dir = p.out / "plots"
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    schemes = _main_schemes(collected)
+    main = collected.get("main")
+    colours = report.scheme_colours(list(main.spec.schemes) if main else [])
+    plot_headline(ratios, plot_dir / PLOTS["headline"])
+    plot_fig5(schemes, colours, plot_dir / PLOTS["fig5"])
+    plot_fig6(main.ok if main else None, colours, plot_dir / PLOTS["fig6"])
+    plot_fig7(schemes, colours, plot_dir / PLOTS["fig7"])
+    plot_fig14(_device_entries(collected), plot_dir / PLOTS["fig14"])
+    plot_fig15a(p, delta_rows(p, collected), plot_dir / PLOTS["fig15a"])
+    plot_fig15b(unit_points(collected), plot_dir / PLOTS["fig15b"])
+    (p.out / "paper_summary.json").write_text(
+        json.dumps(paper_summary(p, collected, ratios), indent=2) + "\n")
+    path = p.out / "paper.md"
+    path.write_text(render(p, collected, ratios))
+    return path

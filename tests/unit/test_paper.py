@@ -1,0 +1,444 @@
+"""paper.py and paper_report.py: `pmrtb paper`'s plan, resuming, ratios and paper.md,
+over fake campaigns (no guest is booted: the campaign runner is faked)."""
+
+import dataclasses
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fakerun import (PMR_VMSTAT_KEYS, CutOff, fake_campaign_runner, kswapd_round, switch,
+                     trace_line, trace_text, write_campaign, write_run, writeback_time)
+from pmr_testbed import paper, paper_report, paths, profiles, report
+from pmr_testbed.errors import UserError
+from pmr_testbed.sweep import parse_name
+
+ROOT = Path(__file__).resolve().parents[2]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+SECTORS_PER_MB = 2**20 // 512
+MS = 1_000_000
+
+# ---- planning --------------------------------------------------------------
+
+
+def _delta_kb(scheme: str) -> int:
+    return int(dict(parse_name(scheme)[0].overrides)[paper.DELTA_KEY])
+
+
+def test_quick_plan(tmp_path):
+    p = paper.plan(tmp_path / "out", quick=True)
+    assert (p.reps, p.seed) == (1, 1)
+    assert [c.name for c in p.campaigns] == ["main", "devices", "delta", "unit-pixel6pro"]
+    by_name = {c.name: c for c in p.campaigns}
+    assert by_name["main"].schemes == ("original", "pps", "pmr")
+    assert (by_name["main"].profile, by_name["devices"].profile) == ("pixel6pro", "pixel5")
+    assert by_name["devices"].schemes == ("original", "pps", "pmr")
+    assert all(c.rounds == 1 and c.reps == 1 for c in p.campaigns)
+    assert [d.multiple for d in p.delta] == [1, 3, 5]
+    assert by_name["delta"].schemes == tuple(d.scheme for d in p.delta)
+    assert by_name["unit-pixel6pro"].schemes == tuple(
+        f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (256, 1024, 16384))
+
+
+def test_full_plan_runs_every_scheme_file(tmp_path, monkeypatch):
+    schemes_dir = tmp_path / "schemes"
+    shutil.copytree(paths.SCHEMES_DIR, schemes_dir)
+    (schemes_dir / "ice.toml").write_text('name = "ice"\ndescription = "Ice"\npolicies = ["ice"]\n')
+    monkeypatch.setattr(paths, "SCHEMES_DIR", schemes_dir)
+    p = paper.plan(tmp_path / "out")
+    by_name = {c.name: c for c in p.campaigns}
+    assert list(by_name) == ["main", "devices", "delta", "unit-pixel6pro", "unit-pixel5"]
+    assert by_name["main"].schemes == ("original", "mglru", "pps", "pmr", "ice")
+    assert p.reps == 3 and all(c.reps == 3 for c in p.campaigns)
+    assert (by_name["main"].rounds, by_name["devices"].rounds) == (10, 10)
+    assert by_name["delta"].rounds == by_name["unit-pixel5"].rounds == paper.FULL_SWEEP_ROUNDS
+    assert [d.multiple for d in p.delta] == [1, 2, 3, 4, 5]
+    assert by_name["unit-pixel5"].profile == "pixel5"
+    assert by_name["unit-pixel5"].schemes == by_name["unit-pixel6pro"].schemes
+    assert len(by_name["unit-pixel5"].schemes) == 5
+    assert paper.plan(tmp_path / "out", reps=4).reps == 4
+
+
+def _kernel_high_watermark_pages(ram_mb: int, min_free_kb: int, wsf: int) -> float:
+    """Linux 6.1's __setup_per_zone_wmarks for one zone holding all of RAM."""
+    managed = ram_mb * 256
+    pages_min = min_free_kb // 4
+    gap = max(pages_min / 4, managed * wsf / 10000)
+    return pages_min + 2 * gap
+
+
+def test_delta_is_computed_from_the_guests_high_watermark(tmp_path):
+    prof = profiles.load("pixel6pro")
+    wm = prof.watermarks()
+    high = _kernel_high_watermark_pages(prof.guest_ram_mb, wm["min_free_kbytes"],
+                                        wm["watermark_scale_factor"])
+    p = paper.plan(tmp_path / "out", quick=True)
+    assert p.nr_to_reclaim_pages == pytest.approx(high, abs=1)
+    # within 1% of what the guest's kernel reports (nr_to_reclaim 6556 pages, ~25.6 MB)
+    assert p.nr_to_reclaim_pages == pytest.approx(6556, rel=0.01)
+    three = next(d for d in p.delta if d.multiple == 3)
+    assert three.kbytes == 3 * p.nr_to_reclaim_pages * 4
+    assert _delta_kb(three.scheme) == three.kbytes
+    assert [d.kbytes for d in p.delta] == [k * p.nr_to_reclaim_pages * 4 for k in (1, 3, 5)]
+    # it follows the profile: a phone with a higher watermark share gets a larger delta
+    higher = dataclasses.replace(prof, high_watermark_pages=2 * prof.high_watermark_pages)
+    assert paper.guest_high_watermark_pages(higher) > 1.8 * p.nr_to_reclaim_pages
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"reps": 0, "quick": True}, "--reps must be at least 1"),
+    ({"reps": 2}, "needs --reps 3 or more"),
+])
+def test_bad_plans_are_refused(tmp_path, kwargs, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        paper.plan(tmp_path / "out", **kwargs)
+
+
+def test_out_must_be_a_directory(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="not a directory"):
+        paper.plan(tmp_path / "file", quick=True)
+
+
+def test_estimates(tmp_path):
+    quick = paper.plan(tmp_path / "q", quick=True)
+    full = paper.plan(tmp_path / "f")
+    quick_s = sum(paper.estimate_s(c) for c in quick.campaigns)
+    full_s = sum(paper.estimate_s(c) for c in full.campaigns)
+    assert 15 * 60 < quick_s <= 20 * 60
+    assert full_s > 2 * 3600
+    # README: `paper` on pixel6pro at 10 rounds takes 7.5-8.3 min per run
+    assert 7.5 * 60 <= paper.run_seconds("pixel6pro", 10) <= 8.3 * 60
+    lines = paper.estimate_lines(full, {"main": "finished"})
+    assert "over the 2 h target" in lines[-1]
+    assert "[finished: skipped]" in next(ln for ln in lines if ln.strip().startswith("main"))
+    remaining = full_s - paper.estimate_s(full.campaign("main"))
+    assert f"~{paper._duration(remaining)} still to run" in lines[-1]
+    assert "over" not in paper.estimate_lines(quick, {})[-1]
+
+
+# ---- fake campaigns ------------------------------------------------------------
+
+# per scheme: mean response ms, peak MB/s, kills, allocstall, kswapd s, kshrinkd s,
+# pswpout pages, kswapd round ms and its writeback ms (None: no trace)
+FIGURES = {
+    "original": (1000, 20, 10, 100, 10.0, None, 25600, (10, 4)),
+    "mglru": (900, 22, 8, 80, 8.0, None, 24000, None),
+    "pps": (700, 30, 4, 50, 5.0, 5.2, 27000, (6, 2)),
+    "pmr": (450, 36, 1, 60, 6.0, 4.5, 27000, (5, 1)),
+}
+# pmr's response time and peak throughput per rep: ratios 0.44, 0.45, 0.47 and 1.8, 1.8, 2.1
+PMR_RESPONSE = {1: 440, 2: 450, 3: 470}
+PMR_PEAK = {1: 36, 2: 36, 3: 42}
+
+
+def _ramp(mb_per_s: list[float]) -> list[int]:
+    cumulative = [0]
+    for rate in mb_per_s:
+        for _ in range(10):
+            cumulative.append(cumulative[-1] + int(rate * SECTORS_PER_MB / 10))
+    return cumulative
+
+
+def make_run(profile: str, scheme: str, rep: int) -> dict:
+    (part,) = parse_name(scheme)
+    resp, peak, kills, allocstall, kswapd, kshrinkd, pswpout, rounds = FIGURES[part.base]
+    if part.base == "pmr":
+        resp, peak = PMR_RESPONSE[rep], PMR_PEAK[rep]
+    overrides = dict(part.overrides)
+    if paper.DELTA_KEY in overrides:      # delta: response grows with delta
+        resp = 300 + int(overrides[paper.DELTA_KEY]) / 1000
+    if paper.UNIT_KEY in overrides:       # unit: best at 1 MB
+        peak = 50 - 5 * abs(math.log2(int(overrides[paper.UNIT_KEY]) / 1024))
+    if profile == "pixel5":
+        peak *= 0.8
+    events = []
+    if rounds:
+        duration, wb = rounds
+        events = [writeback_time(1.5, 32, (wb - 1) * MS, 32, 1 * MS),
+                  kswapd_round(1.505, 6556, 3000, duration * MS)]
+        if kshrinkd:
+            events.append(trace_line(2.0, "mm_vmscan_kshrinkd_round",
+                                     {"nid": 0, "nr_to_shrink": 6556, "nr_scanned": 9000,
+                                      "nr_added": 6556, "nr_victim": 19668, "target": 19668},
+                                     task="kshrinkd0", pid=38))
+    threads = {"kswapd0": kswapd, **({"kshrinkd0": kshrinkd} if kshrinkd else {})}
+    return {"switches": [switch("chrome", "cold", resp, 0), switch("youtube", "hot", resp, 0)],
+            "kills": [{"t_ms": 6000, "type": "kill", "app": "x", "pid": 1, "adj": 950,
+                       "rss_kb": 1, "level": "medium", "reason": "r"}] * kills,
+            "vmstat_increments": {"allocstall_normal": allocstall, "pswpout": pswpout},
+            "write_sectors": _ramp([0, peak / 2, peak, 0]), "threads_cpu": threads,
+            "extra_vmstat_keys": PMR_VMSTAT_KEYS,
+            "trace": trace_text(events) if rounds else None}
+
+
+def _no_progress(msg, finished):
+    pass
+
+
+def _run(p, runner):
+    said = []
+    result = paper.run(p, _no_progress, runner=runner, say=said.append)
+    return result, said
+
+
+@pytest.fixture(scope="module")
+def quick_out(tmp_path_factory):
+    """A quick evaluation run once with fake campaigns."""
+    out = tmp_path_factory.mktemp("paper") / "out"
+    p = paper.plan(out, quick=True)
+    runner = fake_campaign_runner(make_run)
+    result, _ = _run(p, runner)
+    return p, result, runner
+
+
+def test_every_campaign_runs_into_its_own_results_dir(quick_out):
+    p, result, runner = quick_out
+    assert [req.out.name for req in runner.calls] == [c.name for c in p.campaigns]
+    main_req = runner.calls[0]
+    assert (main_req.scenario, main_req.profile, main_req.rounds, main_req.reps) == (
+        "paper", "pixel6pro", 1, 1)
+    assert main_req.schemes == "original,pps,pmr"
+    assert result.ran == [c.name for c in p.campaigns] and result.skipped == []
+    for c in p.campaigns:
+        d = p.out / c.name
+        assert (d / "report.md").exists() and (d / "summary.json").exists()
+        assert (d / "plots" / report.PLOT_FILES["throughput"]).exists()
+    assert (p.out / "delta" / "plots" / f"sweep_{paper.DELTA_KEY}.png").exists()
+    assert result.failed_runs == 0
+
+
+def test_paper_md_summary_and_plots_are_written(quick_out):
+    p, result, _ = quick_out
+    assert result.markdown == p.out / "paper.md"
+    md = result.markdown.read_text()
+    for file in paper_report.PLOTS.values():
+        assert (p.out / "plots" / file).read_bytes()[:8] == PNG_MAGIC
+        assert f"](plots/{file})" in md
+    for fig in ("response_time", "reclaim_throughput", "pressure"):
+        assert f"](main/plots/{fig}.png)" in md
+        assert (p.out / "main" / "plots" / f"{fig}.png").exists()
+    # each section shows its plot before its table
+    fig5 = md.split("## Fig. 5")[1].split("\n## ")[0]
+    assert fig5.index("![Fig. 5]") < fig5.index("| scheme |")
+    s = json.loads((p.out / "paper_summary.json").read_text())
+    assert s["mode"] == "quick"
+    assert s["campaigns"]["main"]["summary"] == "main/summary.json"
+    assert (p.out / s["campaigns"]["devices"]["summary"]).exists()
+    assert s["ratios"]["response_time"]["median"] == pytest.approx(0.44)
+    assert s["delta"]["points"][1]["kbytes"] == 3 * p.nr_to_reclaim_pages * 4
+
+
+def test_fig5_split_and_table3_beside_the_paper(quick_out):
+    p, result, _ = quick_out
+    md = result.markdown.read_text()
+    rows = _rows(md, "Fig. 5")
+    assert rows["paper: original (Pixel 6 Pro)"][3:5] == ["4.48", "3.66"]
+    # original: 10 ms rounds, 4 ms of writeback; pmr: 5 ms, 1 ms
+    assert rows["original"][2:7] == ["10.0", "6.00", "4.00", "0.60", "0.40"]
+    assert rows["pmr"][3:5] == ["4.00", "1.00"]
+    t3 = _rows(md, "Table 3")
+    assert t3["original"][1:5] == ["10.0", "0.00", "10.0", "1"]
+    assert t3["pmr"][1:5] == ["6.00", "4.50", "10.5", "1.050"]
+    assert t3["pmr"][-4:] == ["14.51", "11.10", "25.61", "1.053"]
+    flash = _rows(md, "Flash write volume")
+    assert flash["pmr"][2] == f"{27000 / 25600:.3f}" and flash["pmr"][3].startswith("1.121")
+
+
+def test_fig14_and_sweeps(quick_out):
+    p, result, _ = quick_out
+    md = result.markdown.read_text()
+    fig14 = _rows(md, "Fig. 14")
+    # pmr's peak: 36 MB/s on pixel6pro, 80% of it on pixel5
+    assert fig14["pmr"][3] == "1.25"
+    fig15a = _rows(md, "Fig. 15a")
+    assert [k for k in fig15a if k.endswith("x")] == ["1x", "3x", "5x"]
+    assert fig15a["3x"][4] == "1"   # runs
+    assert "kshrinkd reported it in main's pmr runs: 76.8 MB" in md
+    assert "best unit by median peak throughput **1024 kB**" in md
+
+
+def test_a_second_run_skips_finished_campaigns(quick_out, tmp_path):
+    p, _, _ = quick_out
+    out = tmp_path / "again"
+    shutil.copytree(p.out, out)
+    again = paper.plan(out, quick=True)
+    assert set(paper.statuses(again).values()) == {"finished"}
+    runner = fake_campaign_runner(make_run)
+    result, said = _run(again, runner)
+    assert runner.calls == []
+    assert result.skipped == [c.name for c in again.campaigns] and result.ran == []
+    assert any("main: finished earlier, skipped" in line for line in said)
+    assert (out / "paper.md").exists()
+
+
+def test_a_cut_off_campaign_is_moved_aside_and_run_again(tmp_path):
+    p = paper.plan(tmp_path / "out", quick=True)
+    with pytest.raises(CutOff):
+        _run(p, fake_campaign_runner(make_run, stop_after={"delta": 1}))
+    assert paper.statuses(p) == {"main": "finished", "devices": "finished", "delta": "partial",
+                                 "unit-pixel6pro": "new"}
+    runner = fake_campaign_runner(make_run)
+    result, _ = _run(p, runner)
+    assert [req.out.name for req in runner.calls] == ["delta", "unit-pixel6pro"]
+    assert result.skipped == ["main", "devices"]
+    assert result.moved["delta"] == p.out / "delta.incomplete-1"
+    assert json.loads((p.out / "delta.incomplete-1" / "campaign.json").read_text())["runs"]
+    assert set(paper.statuses(p).values()) == {"finished"}
+
+
+def test_a_directory_with_another_plan_is_refused(tmp_path):
+    p = paper.plan(tmp_path / "out", quick=True)
+    write_campaign(p.out / "main", ["original", "pps", "pmr"], [], reps=3, scenario="paper",
+                   profile="pixel6pro", seed=1, rounds=1)
+    with pytest.raises(UserError, match=r"holds another campaign \(reps 3, not 1\)"):
+        paper.statuses(p)
+
+
+# ---- ratios --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def main_3reps(tmp_path_factory):
+    """A main campaign of 3 reps, original, mglru, pps and pmr; pmr's rep 2 failed."""
+    d = tmp_path_factory.mktemp("main3") / "main"
+    spec = paper.CampaignSpec("main", "", "pixel6pro", ("original", "mglru", "pps", "pmr"), 3, 10)
+    runs = []
+    for rep in (1, 2, 3):
+        for scheme in spec.schemes:
+            write_run(d / "runs" / f"{scheme}-r{rep}", **make_run("pixel6pro", scheme, rep))
+            failed = scheme == "pmr" and rep == 2
+            runs.append({"scheme": scheme, "rep": rep, "status": "failed" if failed else "ok",
+                         "error": "guest run exited with status 1" if failed else None})
+    write_campaign(d, list(spec.schemes), runs, scenario="paper", profile="pixel6pro", seed=1,
+                   rounds=10)
+    summary, ok = paper_report.build_summary(d)
+    return {"main": paper_report.Collected(spec, d, "finished", summary, ok, 12)}
+
+
+def test_headline_ratios_pair_reps_and_mark_targets(main_3reps):
+    ratios = paper_report.headline_ratios(main_3reps)
+    r = ratios["response_time"]
+    # pmr's rep 2 failed: reps 1 and 3 pair up (440 / 1000, 470 / 1000)
+    assert r["pairs"] == 2 and r["values"] == pytest.approx([0.44, 0.47])
+    assert (r["median"], r["min"], r["max"]) == pytest.approx((0.455, 0.44, 0.47))
+    assert (r["status"], r["reps_meeting"], r["paper"]) == ("met", 2, 0.564)
+    peak = ratios["peak_throughput"]
+    assert peak["values"] == pytest.approx([1.8, 2.1], rel=1e-3)
+    assert peak["status"] == "missed" and peak["reps_meeting"] == 1  # median 1.95 < 2.0
+    assert ratios["kills"]["status"] == "met"
+    assert ratios["direct_reclaims"]["median"] == pytest.approx(0.6)
+    assert ratios["direct_reclaims"]["status"] == "missed"
+    assert ratios["reclaim_cpu"]["median"] == pytest.approx(1.05)     # (6 + 4.5) / 10
+    assert ratios["reclaim_cpu"]["status"] == "missed"
+    assert ratios["flash_writes"]["median"] == pytest.approx(27000 / 25600)
+    assert ratios["flash_writes"]["status"] == "met"
+    assert ratios["pps_reclaim_cpu"]["median"] == pytest.approx(1.02)
+    assert ratios["pps_reclaim_cpu"]["status"] == "no target"
+    assert ratios["response_time_vs_mglru"]["median"] == pytest.approx(0.455 / 0.9)
+
+
+def test_met_and_missed_in_the_table_and_the_shortfalls(main_3reps, tmp_path):
+    p = paper.plan(tmp_path / "out")
+    collected = {c.name: paper_report.Collected(c, tmp_path / c.name, "missing")
+                 for c in p.campaigns}
+    collected |= main_3reps
+    ratios = paper_report.headline_ratios(collected)
+    md = paper_report.render(p, collected, ratios)
+    rows = _rows(md, "Headline ratios (pixel6pro, against original)")
+    response = rows["response time (mean)"]
+    assert response[2] == "0.455 [0.440, 0.470] (2 reps)"
+    assert response[3] == "0.564" and response[5] == "≤ 0.5"
+    assert response[6].startswith("✅ met")
+    assert rows["peak reclaim throughput"][6] == "❌ missed (1 of 2 reps meet it)"
+    assert rows["reclaim CPU (kswapd + kshrinkd), PPS"][6] == "no target"
+    short = md.split("## What fell short and why")[1]
+    missed = re.findall(r"^### (.+) \(pmr / original\)$", short, re.M)
+    assert missed == ["peak reclaim throughput", "direct reclaims (allocstall)",
+                      "reclaim CPU (kswapd + kshrinkd)"]
+    assert "_Why: (to be analysed)_" in short
+    assert "- `devices`: not run yet" in short
+    assert "`main`: 1 failed runs" in short
+
+
+def test_a_scheme_the_mode_did_not_run_is_not_measured(quick_out):
+    p, _, _ = quick_out
+    s = json.loads((p.out / "paper_summary.json").read_text())
+    vs_mglru = s["ratios"]["response_time_vs_mglru"]
+    assert vs_mglru["status"] == "not measured" and vs_mglru["median"] is None
+    assert "mglru was not run" in vs_mglru["reason"]
+    assert "response_time_vs_mglru" not in s["missed"]
+
+
+@pytest.mark.parametrize("value, target, met", [
+    (0.5, ("<=", 0.5), True), (0.51, ("<=", 0.5), False),
+    (2.0, (">=", 2.0), True), (1.99, (">=", 2.0), False)])
+def test_meets(value, target, met):
+    assert paper_report.meets(value, target) is met
+
+
+# ---- CLI -----------------------------------------------------------------------
+
+
+def pmrtb(*args):
+    return subprocess.run([sys.executable, "-m", "pmr_testbed.cli", *args], cwd=ROOT,
+                          capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT / "harness"), "PATH": "/usr/bin:/bin"})
+
+
+def test_cli_bad_input_is_one_line_exit_2(tmp_path):
+    for args, message in ((["--quick", "--reps", "0"], "--reps must be at least 1"),
+                          (["--reps", "2"], "needs --reps 3 or more")):
+        res = pmrtb("paper", "--out", str(tmp_path / "out"), *args)
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+        assert res.returncode == 2, res.stderr
+        assert len(lines) == 1 and lines[0].startswith("pmrtb: error: ") and message in lines[0]
+        assert not (tmp_path / "out").exists()
+
+
+def test_cli_refuses_another_plans_directory_before_running(tmp_path):
+    out = tmp_path / "out"
+    write_campaign(out / "main", ["original"], [], reps=1, scenario="paper",
+                   profile="pixel6pro", seed=1, rounds=1)
+    res = pmrtb("paper", "--out", str(out), "--quick")
+    assert res.returncode == 2, res.stderr
+    assert "holds another campaign (schemes ['original'], not ['original', 'pps', 'pmr'])" \
+        in res.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["main"]
+
+
+def _rows(md: str, section: str) -> dict[str, list[str]]:
+    """{first cell: cells} of the tables under `## section`."""
+    text = md.split(f"## {section}")[1].split("\n## ")[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in text.splitlines() if line.startswith("| ")]
+    return {row[0]: row for row in rows}
+
+
+def test_cli_prints_the_estimate_runs_and_resumes(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from pmr_testbed import campaign, cli
+
+    def no_guests(*args, **kwargs):
+        raise AssertionError("a real campaign was started")
+    monkeypatch.setattr(campaign, "plan", no_guests)
+    monkeypatch.setattr(campaign, "run", no_guests)
+    runner = fake_campaign_runner(make_run)
+    monkeypatch.setattr(paper, "run_campaign", runner)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli.app, ["paper", "--out", str(out), "--quick", "--seed", "7"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("pmrtb paper (quick): 4 campaigns") and "seed 7" in lines[0]
+    assert lines[5].startswith("estimated guest time: ~20 min in all")
+    assert lines[-1] == f"paper: {out / 'paper.md'}"
+    assert [req.seed for req in runner.calls] == [7] * 4
+    res = CliRunner().invoke(cli.app, ["paper", "--out", str(out), "--quick", "--seed", "7"])
+    assert res.exit_code == 0, res.output
+    assert "~0 min still to run" in res.stdout and len(runner.calls) == 4
