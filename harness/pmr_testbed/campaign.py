@@ -10,6 +10,7 @@ and is rewritten after every run so partial campaigns stay readable.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import shutil
 import time
@@ -110,6 +111,14 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
     return campaign
 
 
+def disk_dir(out: Path, run_id: str) -> Path:
+    """Where a run's disk images live while it runs: one directory per
+    results directory, so that two with the same name (`pmrtb paper`'s
+    `main` subdirectories) never share, nor remove each other's, images."""
+    tag = hashlib.sha1(str(out.resolve()).encode()).hexdigest()[:8]
+    return paths.BUILD_DIR / "disks" / f"{out.name}-{tag}" / run_id
+
+
 def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image, accel, dil,
              limits) -> None:
     run_dir = req.out / "runs" / run_id
@@ -119,9 +128,9 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
                             profile=profile, scheme=scheme,
                             work_iters_per_ms=dil.host_work_iters_per_ms, slowdown=slowdown)
     _write_json(run_dir / "spec.json", guest_spec)
-    disk_dir = paths.BUILD_DIR / "disks" / req.out.name / run_id
-    swap = guest_setup.swap_disk(profile, limits, disk_dir)
-    data = guest.Disk(disk_dir / "data.img", spec.DATA_SERIAL, _data_disk_mb(guest_spec))
+    disks = disk_dir(req.out, run_id)
+    swap = guest_setup.swap_disk(profile, limits, disks)
+    data = guest.Disk(disks / "data.img", spec.DATA_SERIAL, _data_disk_mb(guest_spec))
     try:
         for d in (swap, data):
             guest.create_disk(d)
@@ -132,7 +141,7 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
                          ram_mb=profile.guest_ram_mb, cpus=profile.cpus, accel=accel,
                          rwdirs=[run_dir], disks=[swap, data])
     finally:
-        shutil.rmtree(disk_dir, ignore_errors=True)
+        shutil.rmtree(disks, ignore_errors=True)
     if res.returncode == guest_setup.GUEST_SETUP_ERROR:
         raise guest_setup.setup_error(res.console, f"run {run_id}")
     if res.returncode != 0:

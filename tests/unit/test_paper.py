@@ -442,3 +442,11 @@ def test_cli_prints_the_estimate_runs_and_resumes(tmp_path, monkeypatch):
     res = CliRunner().invoke(cli.app, ["paper", "--out", str(out), "--quick", "--seed", "7"])
     assert res.exit_code == 0, res.output
     assert "~0 min still to run" in res.stdout and len(runner.calls) == 4
+
+
+def test_campaigns_of_the_same_name_get_their_own_disk_images(tmp_path):
+    from pmr_testbed import campaign
+    a = campaign.disk_dir(tmp_path / "one" / "main", "pmr-r1")
+    b = campaign.disk_dir(tmp_path / "two" / "main", "pmr-r1")
+    assert a != b and a.name == b.name == "pmr-r1" and a.parent.name.startswith("main-")
+    assert campaign.disk_dir(tmp_path / "one" / "main", "pmr-r1") == a
