@@ -28,9 +28,10 @@ before anything starts.
 Quick mode: 1 repetition (unless --reps says otherwise) of 1 round per run;
 main runs original, pps and pmr (no mglru: it would push the total over
 20 min), the delta sweep 1x/3x/5x, the unit sweep 256 kB/1 MB/16 MB on
-pixel6pro only. 12 guest runs of about 1.5 min each (the boot, background
-launches and settling are a third of a run): about 20 min, the target's
-limit. One round means the foreground apps' first (cold) launches only.
+pixel6pro only. 12 guest runs of about 1.5 min each (boot, background
+launches and settling are over half of a one-round run): about 20 min, just
+at the target. One round means the foreground apps' first (cold) launches
+only, so quick results are indicative, not the paper's workload.
 
 Resuming: a campaign subdirectory whose campaign.json has every run of its
 plan (ok or failed) is not run again; one cut off part-way is moved aside
