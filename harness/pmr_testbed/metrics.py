@@ -31,7 +31,9 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   pageout times from the `mm_vmscan_writeback_time` tracepoint (every scheme
   on a kernel with the series), and PMR's bulk batches from the
   `mm_vmscan_pmr_batch` tracepoint or, without it, the `pmr_batch*` vmstat
-  counters. None where the kernel or the trace has neither.
+  counters (their per-page time is the batch's whole first pass per page
+  taken, `first_pass_us_per_page_*`, not an unmap time). None where the
+  kernel or the trace has neither.
   `unmap_us_samples` is the per-page unmap time of each event, for the plot.
 - `kswapd_rounds` (kswapd_rounds.py, paper Figs. 5 and 6): kswapd's reclaim
   rounds from the `mm_vmscan_kswapd_round` tracepoint, each split into page

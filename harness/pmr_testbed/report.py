@@ -448,7 +448,7 @@ PMR_COLUMNS = [("pmr.kshrinkd_wake", "kshrinkd wake-ups"), ("pmr.pgscan_kshrinkd
 # PMR part 2's counters: columns only when some scheme's kernel has them
 PMR_BULK_COLUMNS = [("pmr.pmr_batch", "bulk batches"), ("pmr.pmr_batch_pages", "batch pages"),
                     ("pmr.pmr_batch_pageout", "batch pageouts"),
-                    ("pmr.pmr_batch_unmap_us", "batch unmap µs")]
+                    ("pmr.pmr_batch_unmap_us", "batch first-pass µs")]
 
 
 def _rows(schemes: dict[str, dict], columns: list[tuple[str, str]], keep) -> list[list[str]]:
@@ -474,7 +474,7 @@ WRITEBACK_COLUMNS = [
     ("writeback.unmap_share", "unmap share"),
     ("writeback.unmap_s", "unmap s"), ("writeback.pageout_s", "pageout s"),
     ("bulk.batches", "bulk batches"), ("bulk.pages_per_batch_mean", "pages per batch"),
-    ("bulk.unmap_us_per_page_p50", "batch unmap µs/page p50"),
+    ("bulk.first_pass_us_per_page_p50", "batch first pass µs/page p50"),
 ]
 
 
@@ -603,7 +603,12 @@ def render_markdown(s: dict) -> str:
                   "unmap share is unmap / (unmap + pageout) time. Bulk batches are PMR's "
                   "storage-friendly writeback (vm.pmr_mode=2; `mm_vmscan_pmr_batch`, or "
                   "/proc/vmstat's `pmr_batch*` counters when not traced, which give no "
-                  "median); 0 under another mode, – on a kernel without them.", "",
+                  "median); 0 under another mode, – on a kernel without them. A batch's "
+                  "first pass µs/page is the time of its whole first pass (page checks "
+                  "with the reference rmap walk, swap slot allocation, unmapping, TLB "
+                  "flush; the event's `unmap_ns`) per page taken, median over batches: "
+                  "not an unmap time, so not comparable with the unmap µs/page "
+                  "columns.", "",
                   *wb, ""]
     if rounds := kswapd_round_table(s["schemes"]):
         lines += ["## kswapd rounds", "",

@@ -12,7 +12,12 @@ Two sources, both from PMR part 2 (storage-friendly writeback, vm.pmr_mode=2):
 - `vmscan:mm_vmscan_pmr_batch` (trace.txt), one event per bulk batch
   (`nr_pages` taken, `nr_unmapped`, `nr_pageout`, `unmap_ns`, `pageout_ns`),
   and the cumulative /proc/vmstat counters `pmr_batch`, `pmr_batch_pages`,
-  `pmr_batch_pageout`, `pmr_batch_unmap_us`: `bulk_figures`.
+  `pmr_batch_pageout`, `pmr_batch_unmap_us`: `bulk_figures`. Despite its
+  name, a batch's `unmap_ns` (and `pmr_batch_unmap_us`) is the time of the
+  batch's whole first pass: the page checks (the reference rmap walk
+  included), swap slot allocation, unmapping and the TLB flush. Divided by
+  the pages taken it is a first-pass time per page, not comparable with
+  writeback_time's unmap time per page.
 
 Per-page times are in microseconds. A distribution over events weighs every
 event once (one shrink_folio_list() call or one batch is one sample, whatever
@@ -75,13 +80,15 @@ def writeback_figures(trace: Trace | None) -> dict | None:
 def _bulk_from_trace(batches: list) -> dict:
     pages = sum(int(e.fields["nr_pages"]) for e in batches)
     unmap_ns = sum(int(e.fields["unmap_ns"]) for e in batches)
+    # unmap_ns is the whole first pass (checks, rmap walk, swap slots,
+    # unmapping, TLB flush), nr_pages the pages taken
     per_page = [int(e.fields["unmap_ns"]) / int(e.fields["nr_pages"]) / 1000
                 for e in batches if int(e.fields["nr_pages"]) > 0]
     return {"batches": len(batches),
             "pages_per_batch_mean": pages / len(batches),
             "pageout_pages": sum(int(e.fields["nr_pageout"]) for e in batches),
-            "unmap_us_per_page_p50": _percentiles(per_page, (50,))["p50"],
-            "unmap_us_per_page_mean": unmap_ns / pages / 1000 if pages else None}
+            "first_pass_us_per_page_p50": _percentiles(per_page, (50,))["p50"],
+            "first_pass_us_per_page_mean": unmap_ns / pages / 1000 if pages else None}
 
 
 def _bulk_from_vmstat(vmstat: Table) -> dict | None:
@@ -94,15 +101,18 @@ def _bulk_from_vmstat(vmstat: Table) -> dict | None:
     return {"batches": batches,
             "pages_per_batch_mean": pages / batches if batches else None,
             "pageout_pages": d["pmr_batch_pageout"],
-            "unmap_us_per_page_p50": None,
-            "unmap_us_per_page_mean": d["pmr_batch_unmap_us"] / pages if pages else None}
+            "first_pass_us_per_page_p50": None,
+            "first_pass_us_per_page_mean": d["pmr_batch_unmap_us"] / pages if pages else None}
 
 
 def bulk_figures(trace: Trace | None, vmstat: Table) -> dict | None:
     """PMR's bulk batches over the run: count, mean pages taken per batch,
-    pages paged out, and the per-page unmap time (pages whose unmapping was
-    tried: unmap_ns / nr_pages): its median over batches (each weighted once)
-    and its page-weighted mean.
+    pages paged out, and the first-pass time per page taken (unmap_ns /
+    nr_pages, where unmap_ns covers the batch's whole first pass: page
+    checks with the reference rmap walk, swap slot allocation, unmapping,
+    TLB flush; not an unmap time, so not comparable with
+    `writeback_figures`' unmap_us_per_page): its median over batches (each
+    weighted once) and its page-weighted mean.
 
     From the pmr_batch events when the trace has any; otherwise from the
     vmstat counters' deltas (no median then: the counters only give the

@@ -152,7 +152,7 @@ def test_writeback_and_bulk_figures_of_a_pmr_run(tmp_path):
     assert m.writeback["unmap_share"] == pytest.approx(224 / 624)
     # the trace's batch, not the counters
     assert m.bulk["batches"] == 1 and m.bulk["pageout_pages"] == 250
-    assert m.bulk["unmap_us_per_page_p50"] == pytest.approx(4.0)
+    assert m.bulk["first_pass_us_per_page_p50"] == pytest.approx(4.0)
     # the counters themselves are PMR figures, like pmr_victim_added
     assert m.pmr["pmr_batch"] == 7 and m.pmr["pmr_batch_unmap_us"] == 1400
     assert m.pmr["pmr_victim_added"] == 4000
@@ -166,7 +166,7 @@ def test_untraced_pmr_run_takes_bulk_figures_from_vmstat(tmp_path):
                            vmstat_increments=inc))
     assert m.writeback is None and m.unmap_us_samples == []
     assert m.bulk == {"batches": 8, "pages_per_batch_mean": 128.0, "pageout_pages": 1000,
-                      "unmap_us_per_page_p50": None, "unmap_us_per_page_mean": 3.0}
+                      "first_pass_us_per_page_p50": None, "first_pass_us_per_page_mean": 3.0}
 
 
 def test_kernel_without_part2_has_no_writeback_figures(tmp_path):

@@ -13,7 +13,7 @@ CALLS = [writeback_time(1.0, 32, 64_000, 30, 300_000),
          writeback_time(1.5, 10, 100_000, 0, 0, task="app-chrome-1", pid=2345, cpu=1),
          writeback_time(2.0, 0, 0, 8, 40_000),
          writeback_time(2.5, 4, 16_000, 4, 80_000)]
-# three bulk batches: unmap 2, 10 and 2 µs per page taken
+# three bulk batches: first pass 2, 10 and 2 µs per page taken
 BATCHES = [pmr_batch(3.0, 256, 250, 250, 512_000, 2_000_000),
            pmr_batch(3.5, 128, 128, 120, 1_280_000, 1_000_000),
            pmr_batch(4.0, 64, 60, 60, 128_000, 500_000)]
@@ -59,15 +59,15 @@ def test_bulk_from_batch_events_before_counters():
                      pmr_batch_unmap_us=99)
     bulk = bulk_figures(parse_trace(trace_text(CALLS + BATCHES)), vmstat)
     assert bulk == pytest.approx({"batches": 3, "pages_per_batch_mean": 448 / 3,
-                                  "pageout_pages": 430, "unmap_us_per_page_p50": 2.0,
-                                  "unmap_us_per_page_mean": 1920 / 448})
+                                  "pageout_pages": 430, "first_pass_us_per_page_p50": 2.0,
+                                  "first_pass_us_per_page_mean": 1920 / 448})
 
 
 def test_bulk_falls_back_to_vmstat_counters_without_batch_events():
     vmstat = _vmstat(pmr_batch=10, pmr_batch_pages=2560, pmr_batch_pageout=2500,
                      pmr_batch_unmap_us=5120)
     expected = {"batches": 10, "pages_per_batch_mean": 256.0, "pageout_pages": 2500,
-                "unmap_us_per_page_p50": None, "unmap_us_per_page_mean": 2.0}
+                "first_pass_us_per_page_p50": None, "first_pass_us_per_page_mean": 2.0}
     assert bulk_figures(None, vmstat) == expected
     untraced = parse_trace(trace_text(CALLS, missing=("vmscan/mm_vmscan_pmr_batch",)))
     assert bulk_figures(untraced, vmstat) == expected
@@ -77,7 +77,7 @@ def test_bulk_is_zero_outside_mode_2_and_none_without_part2():
     idle = _vmstat(**dict.fromkeys(BULK_COUNTERS, 0))
     assert bulk_figures(parse_trace(trace_text(CALLS)), idle) == {
         "batches": 0, "pages_per_batch_mean": None, "pageout_pages": 0,
-        "unmap_us_per_page_p50": None, "unmap_us_per_page_mean": None}
+        "first_pass_us_per_page_p50": None, "first_pass_us_per_page_mean": None}
     assert bulk_figures(None, NO_PART2) is None
     missing = trace_text([], missing=("vmscan/mm_vmscan_writeback_time",
                                       "vmscan/mm_vmscan_pmr_batch"))
