@@ -35,8 +35,6 @@ NAME = "swap_write_errors"
 SWAP_LAYER = re.compile(r"Write-error on swap-device \((\d+):(\d+):(\d+)\)")
 BLOCK_LAYER = re.compile(r"I/O error, dev (\w+), sector (\d+) op 0x1:\(WRITE\)")
 SUPPRESSED = re.compile(r"(end_swap_bio_write|blk_print_req_error): (\d+) callbacks suppressed")
-# Console lines the injected errors cause: never a kernel problem (guest.splats).
-EXPECTED = (SWAP_LAYER.pattern, BLOCK_LAYER.pattern, SUPPRESSED.pattern)
 # A logged sector this close to the region still belongs to it: requests are
 # merged (up to max_sectors_kb, 1280 KiB by default) and the swap layer logs
 # where the bio ended.
