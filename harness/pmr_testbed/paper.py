@@ -21,16 +21,16 @@ summary.json and report.md, then writes one combined report over them
 Full mode: `reps` (at least 3) repetitions of everything; main and devices
 run the scenario's 10 rounds, the two sweeps 4 rounds per run (as
 `make unit-sweep`). Estimated guest time on this project's 2-core TCG host
-(estimate_s): about 5.5 h at 3 reps, far over the 2 h target -- main alone
-(4 schemes x 3 reps x 8 min) takes about 1.6 h; the estimate is printed
+(estimate_s): about 4.7 h at 3 reps, far over the 2 h target -- main alone
+(4 schemes x 3 reps x 6.7 min) takes about 1.3 h; the estimate is printed
 before anything starts.
 
 Quick mode: 1 repetition (unless --reps says otherwise) of 1 round per run;
 main runs original, pps and pmr (no mglru: it would push the total over
 20 min), the delta sweep 1x/3x/5x, the unit sweep 256 kB/1 MB/16 MB on
-pixel6pro only. 12 guest runs of about 1.5 min each (boot, background
-launches and settling are over half of a one-round run): about 20 min, just
-at the target. One round means the foreground apps' first (cold) launches
+pixel6pro only. 12 guest runs of about 1.6 min each (boot, background
+launches, settling and shutdown are over half of a one-round run): about
+19 min, just under the target. One round means the foreground apps' first (cold) launches
 only, so quick results are indicative, not the paper's workload.
 
 Resuming: a campaign subdirectory whose campaign.json has every run of its
@@ -70,13 +70,16 @@ QUICK_ROUNDS = 1
 FULL_SWEEP_ROUNDS = 4
 MIN_FULL_REPS = 3
 
-# Guest time per run: (fixed s, s per round). pixel6pro from README's
-# measurements (`paper`, 10 rounds: 7.5-8.3 min per run, boot included;
-# background launches and settling take ~33 s of it, boot and shutdown
-# ~20 s); pixel5 is a smaller guest whose runs were only measured for
-# `smoke`: assumed ~5-10% faster. The dwell times (2-4 s per switch, 10
+# Guest time per run: (fixed s, s per round). pixel6pro calibrated on the
+# six runs of results/paper-part2-r1 and results/paper-part2-clean
+# (`paper`, 10 rounds, PMR part 2 kernel: 6.4-7.1 min per run, wall time
+# from campaign.json): the 10 rounds of switching took 328-348 s (~34 s a
+# round); the rest, ~56-76 s (median ~60), is boot (~12 s), background
+# launches and settling (~30-43 s), and shutdown and the host's work on
+# the run. pixel5 is a smaller guest whose runs were only measured for
+# `smoke`: assumed ~5% faster. The dwell times (2-4 s per switch, 10
 # switches a round) dominate and do not depend on the device.
-RUN_S = {"pixel6pro": (55.0, 42.5), "pixel5": (50.0, 40.0)}
+RUN_S = {"pixel6pro": (60.0, 34.0), "pixel5": (55.0, 32.0)}
 # per campaign: the kernel's up-to-date check, the (cached) dilation, the report
 CAMPAIGN_OVERHEAD_S = 10.0
 
