@@ -8,8 +8,10 @@ kswapd_shrink_node() call, one reclaim round of kswapd on a node:
 
 (on one line). The round covers [t_end - duration_ns, t_end]. Its page
 writeback time is the sum of `unmap_ns + pageout_ns` of the
-`mm_vmscan_writeback_time` events (writeback.py) that the same task
-(`kswapd0`) emitted inside that interval; the rest of the round is page
+`mm_vmscan_writeback_time` events (writeback.py) that the same thread
+emitted inside that interval, matched by pid (`39` above), not by comm:
+ftrace prints `<...>` for a comm it did not cache, and other tasks may
+share kswapd's name; the rest of the round is page
 shrinking (scanning the LRU lists, isolating, checking references), the
 split of the paper's Fig. 5. Each writeback event counts in at most one
 round, and a round's writeback time is capped at its duration. Where the
@@ -41,7 +43,8 @@ class KswapdRound:
     could not trace writeback (see the module docstring)."""
 
     t_end_s: float          # seconds since the workload started
-    task: str
+    task: str               # comm, for display
+    pid: int                # what writeback events are matched by
     nid: int
     nr_to_reclaim: int
     nr_scanned: int
@@ -66,29 +69,29 @@ def kswapd_rounds(trace: Trace | None) -> list[KswapdRound]:
     if not events:
         return []
     traced = WRITEBACK_TRACE_NAME not in trace.missing
-    # per task: writeback events by time, and whether each was already counted
-    by_task: dict[str, tuple[list[float], list[int]]] = {}
+    # per pid: writeback events by time, and whether each was already counted
+    by_pid: dict[int, tuple[list[float], list[int]]] = {}
     for e in sorted(trace.named(WRITEBACK_EVENT), key=lambda e: e.t_s):
-        times, ns = by_task.setdefault(e.task, ([], []))
+        times, ns = by_pid.setdefault(e.pid, ([], []))
         times.append(e.t_s)
         ns.append(int(e.fields["unmap_ns"]) + int(e.fields["pageout_ns"]))
-    used: dict[str, set[int]] = {task: set() for task in by_task}
+    used: dict[int, set[int]] = {pid: set() for pid in by_pid}
     rounds = []
     for e in events:
         duration = int(e.fields["duration_ns"])
         writeback = None
         if traced:
             writeback = 0
-            times, ns = by_task.get(e.task, ([], []))
+            times, ns = by_pid.get(e.pid, ([], []))
             lo = bisect.bisect_left(times, e.t_s - duration / 1e9 - _EPS_S)
             hi = bisect.bisect_right(times, e.t_s + _EPS_S)
             for i in range(lo, hi):
-                if i not in used[e.task]:
-                    used[e.task].add(i)
+                if i not in used[e.pid]:
+                    used[e.pid].add(i)
                     writeback += ns[i]
             writeback = min(writeback, duration)
         rounds.append(KswapdRound(
-            t_end_s=e.t_s, task=e.task, nid=int(e.fields["nid"]),
+            t_end_s=e.t_s, task=e.task, pid=e.pid, nid=int(e.fields["nid"]),
             nr_to_reclaim=int(e.fields["nr_to_reclaim"]), nr_scanned=int(e.fields["nr_scanned"]),
             nr_reclaimed=int(e.fields["nr_reclaimed"]), duration_ns=duration,
             writeback_ns=writeback))

@@ -44,7 +44,8 @@ _FIELD = re.compile(r"(\w+)=(\S+)")
 class TraceEvent:
     t_s: float
     name: str
-    task: str
+    task: str    # comm as ftrace printed it (`<...>` when it was not cached)
+    pid: int     # the emitting thread's pid: tells tasks apart, the comm may not
     fields: dict[str, int | str]
 
 
@@ -79,7 +80,7 @@ def parse_trace(text: str) -> Trace:
             fields = {k: _value(v) for k, v in _FIELD.findall(m["rest"])}
             trace.events.append(TraceEvent(t_s=float(m["ts"]) - (start or 0.0),
                                            name=m["name"], task=m["task"].strip(),
-                                           fields=fields))
+                                           pid=int(m["pid"]), fields=fields))
     if start is None and trace.events:
         raise ValueError("trace has events but no '# start_mono_s=' line")
     return trace

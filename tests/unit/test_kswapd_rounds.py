@@ -22,7 +22,7 @@ def test_the_kernels_line_parses():
             "nr_to_reclaim=6556 nr_scanned=1234 nr_reclaimed=321 duration_ns=123456\n"
             "# overrun=0\n")
     (r,) = kswapd_rounds(parse_trace(text))
-    assert r.task == "kswapd0" and r.nid == 0
+    assert (r.task, r.pid, r.nid) == ("kswapd0", 39, 0)
     assert (r.nr_to_reclaim, r.nr_scanned, r.nr_reclaimed) == (6556, 1234, 321)
     assert r.duration_ns == 123456
     assert r.t_end_s == pytest.approx(3.456789)
@@ -53,7 +53,23 @@ def test_writeback_is_the_same_tasks_events_inside_the_round():
     r1, r2, r3 = kswapd_rounds(_trace())
     assert (r1.writeback_ns, r1.shrink_ns) == (4 * MS, 6 * MS)
     assert (r2.writeback_ns, r2.shrink_ns) == (1 * MS, 0)
-    assert r3.task == "kswapd1" and (r3.writeback_ns, r3.shrink_ns) == (2 * MS, 2 * MS)
+    assert (r3.task, r3.pid) == ("kswapd1", 38)
+    assert (r3.writeback_ns, r3.shrink_ns) == (2 * MS, 2 * MS)
+
+
+def test_writeback_is_matched_by_pid_not_by_comm():
+    trace = parse_trace(trace_text([
+        # kswapd0 (pid 37) with its comm not cached: still its own
+        writeback_time(1.995, 32, 2 * MS, 32, 1 * MS, task="<...>"),
+        # another thread named kswapd0: not kswapd's
+        writeback_time(1.996, 32, 5 * MS, 32, 0, task="kswapd0", pid=4242),
+        kswapd_round(2.000, 6556, 300, 10 * MS),
+        # a round whose own comm was not cached: matched to pid 37's events
+        writeback_time(2.999, 16, 1 * MS, 16, 1 * MS),
+        kswapd_round(3.000, 6556, 300, 10 * MS, task="<...>")]))
+    r1, r2 = kswapd_rounds(trace)
+    assert (r1.pid, r1.writeback_ns) == (37, 3 * MS)
+    assert (r2.task, r2.pid, r2.writeback_ns) == ("<...>", 37, 2 * MS)
 
 
 def test_a_writeback_event_counts_in_one_round_only():

@@ -24,7 +24,7 @@ def test_events_on_the_workload_time_axis():
         "mm_vmscan_kshrinkd_round", "mm_vmscan_kshrinkd_round"]
     wake = trace.events[1]
     assert wake.t_s == pytest.approx(0.75)
-    assert wake.task == "kswapd0"
+    assert (wake.task, wake.pid) == ("kswapd0", 37)
     assert wake.fields == {"nid": 0, "order": 0}
 
 
@@ -65,7 +65,7 @@ def test_part2_events_parse_with_their_fields():
     assert first.t_s == pytest.approx(1.125)
     assert first.fields == {"nid": 0, "nr_unmap": 32, "unmap_ns": 123456, "nr_pageout": 30,
                             "pageout_ns": 45678}
-    assert direct.task == "app-chrome-1"
+    assert (direct.task, direct.pid) == ("app-chrome-1", 2345)
     assert direct.fields["nr_pageout"] == 8
     (batch,) = trace.named("mm_vmscan_pmr_batch")
     assert batch.t_s == pytest.approx(2.0)
