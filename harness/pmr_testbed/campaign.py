@@ -114,7 +114,8 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
 def disk_dir(out: Path, run_id: str) -> Path:
     """Where a run's disk images live while it runs: one directory per
     results directory, so that two with the same name (`pmrtb paper`'s
-    `main` subdirectories) never share, nor remove each other's, images."""
+    `main` subdirectories) never share, nor remove each other's, images.
+    `pmrtb reliability` uses it too (run_id "reliability")."""
     tag = hashlib.sha1(str(out.resolve()).encode()).hexdigest()[:8]
     return paths.BUILD_DIR / "disks" / f"{out.name}-{tag}" / run_id
 

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import blkdebug, guest, guest_setup, kernel, paths, profiles, reliability_checks, schemes, spec
-from . import swap_write_errors
+from . import blkdebug, campaign, guest, guest_setup, kernel, paths, profiles, reliability_checks
+from . import schemes, spec, swap_write_errors
 from .errors import GuestError, UserError
 
 CHECKER_PROCESSES = 4
@@ -187,7 +187,7 @@ def run(p: Plan, progress: Callable[[str], None]) -> dict:
     machine = guest_setup.prepare(p.profile, p.req.flavour, out, progress)
     guest_spec = build_spec(p, out)
     _write_json(out / "spec.json", guest_spec)
-    disk_dir = paths.BUILD_DIR / "disks" / out.name / "reliability"
+    disk_dir = campaign.disk_dir(out, "reliability")
     swap = guest_setup.swap_disk(p.profile, machine.limits, disk_dir, p.swap_mb)
     region = p.error_region
     if region is not None:

@@ -279,6 +279,10 @@ def test_run_wires_blkdebug_and_the_host_checks(tmp_path, monkeypatch, write_err
     result = reliability.run(p, lambda msg: None)
     swap = seen["disks"][0]
     assert swap.size_mb == p.swap_mb and seen["spec"]["swap_full"] is True
+    # tagged by the output directory's path, as a campaign's (campaign.disk_dir)
+    from pmr_testbed import campaign
+    assert swap.path.parent == campaign.disk_dir(tmp_path / "out", "reliability")
+    assert swap.path.parent.parent.name.startswith("out-") and not swap.path.parent.exists()
     assert result["status"] == "ok" and result["host"]["swap_full"] is True
     assert json.loads((tmp_path / "out" / "reliability.json").read_text()) == result
     names = [c["name"] for c in result["checks"]]
