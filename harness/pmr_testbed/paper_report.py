@@ -102,7 +102,6 @@ class Collected:
     """One campaign's results, as far as they go."""
 
     spec: CampaignSpec
-    dir: Path
     status: str                          # "finished", "partial" or "missing"
     summary: dict | None = None
     ok: dict[str, list[Run]] | None = None
@@ -114,7 +113,7 @@ def collect(p: PaperPlan) -> dict[str, Collected]:
     collected = {}
     for spec in p.campaigns:
         d = p.out / spec.name
-        c = Collected(spec, d, "missing")
+        c = Collected(spec, "missing")
         if (d / "campaign.json").exists():
             summary, ok = build_summary(d)
             report.write_report(d, (summary, ok))
@@ -267,7 +266,7 @@ def _main_schemes(collected: dict[str, Collected]) -> dict[str, dict]:
     return {n: e for n, e in main.summary["schemes"].items() if e["runs"] > 0}
 
 
-def plot_fig5(schemes: dict[str, dict], colours: dict, path: Path) -> None:
+def plot_fig5(schemes: dict[str, dict], path: Path) -> None:
     with_split = {n: e for n, e in schemes.items()
                   if get_path(e, "kswapd_rounds.shrink_ms") is not None}
     # (label, shrinking ms, writeback ms, shrinking share, the paper's)
@@ -325,7 +324,7 @@ def plot_fig6(ok: dict[str, list[Run]] | None, colours: dict, path: Path) -> Non
     _save(fig, path)
 
 
-def plot_fig7(schemes: dict[str, dict], colours: dict, path: Path) -> None:
+def plot_fig7(schemes: dict[str, dict], path: Path) -> None:
     with_wb = {n: e for n, e in schemes.items() if e.get("writeback")}
     fig, (ax_s, ax_p) = plt.subplots(1, 2, figsize=(12, 4.5))
     names = list(with_wb)
@@ -778,9 +777,9 @@ def write(p: PaperPlan, collected: dict[str, Collected]) -> Path:
     main = collected.get("main")
     colours = report.scheme_colours(list(main.spec.schemes) if main else [])
     plot_headline(ratios, plot_dir / PLOTS["headline"])
-    plot_fig5(schemes, colours, plot_dir / PLOTS["fig5"])
+    plot_fig5(schemes, plot_dir / PLOTS["fig5"])
     plot_fig6(main.ok if main else None, colours, plot_dir / PLOTS["fig6"])
-    plot_fig7(schemes, colours, plot_dir / PLOTS["fig7"])
+    plot_fig7(schemes, plot_dir / PLOTS["fig7"])
     plot_fig14(_device_entries(collected), plot_dir / PLOTS["fig14"])
     plot_fig15a(p, delta_rows(p, collected), plot_dir / PLOTS["fig15a"])
     plot_fig15b(unit_points(collected), plot_dir / PLOTS["fig15b"])

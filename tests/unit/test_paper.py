@@ -324,7 +324,7 @@ def main_3reps(tmp_path_factory):
     write_campaign(d, list(spec.schemes), runs, scenario="paper", profile="pixel6pro", seed=1,
                    rounds=10)
     summary, ok = paper_report.build_summary(d)
-    return {"main": paper_report.Collected(spec, d, "finished", summary, ok, 12)}
+    return {"main": paper_report.Collected(spec, "finished", summary, ok, 12)}
 
 
 def test_headline_ratios_pair_reps_and_mark_targets(main_3reps):
@@ -351,7 +351,7 @@ def test_headline_ratios_pair_reps_and_mark_targets(main_3reps):
 
 def test_met_and_missed_in_the_table_and_the_shortfalls(main_3reps, tmp_path):
     p = paper.plan(tmp_path / "out")
-    collected = {c.name: paper_report.Collected(c, tmp_path / c.name, "missing")
+    collected = {c.name: paper_report.Collected(c, "missing")
                  for c in p.campaigns}
     collected |= main_3reps
     ratios = paper_report.headline_ratios(collected)
