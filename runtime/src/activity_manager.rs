@@ -61,8 +61,10 @@ pub struct ActivityManager<'a> {
     current: Option<usize>,
 }
 
+/// Milliseconds to the microsecond: a hot launch of a small app in a test
+/// can take less than 0.1 ms, which must not read as 0.
 fn millis(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e4).round() / 10.0
+    (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
 impl<'a> ActivityManager<'a> {
@@ -324,8 +326,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn response_times_are_rounded_to_a_tenth_of_a_millisecond() {
-        assert_eq!(millis(Duration::from_micros(812_449)), 812.4);
-        assert_eq!(millis(Duration::from_micros(812_451)), 812.5);
+    fn response_times_are_rounded_to_the_microsecond() {
+        assert_eq!(millis(Duration::from_nanos(812_449_400)), 812.449);
+        assert_eq!(millis(Duration::from_nanos(812_449_600)), 812.45);
+        // a very fast hot launch does not read as 0
+        assert_eq!(millis(Duration::from_nanos(40_000)), 0.04);
     }
 }
