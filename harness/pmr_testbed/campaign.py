@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -92,7 +93,7 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
     _write_json(req.out / "campaign.json", campaign)
     for rep in range(1, req.reps + 1):
         for scheme in scheme_list:
-            run_id = f"{scheme.name}-r{rep}"
+            run_id = f"{run_dir_name(scheme.name)}-r{rep}"
             progress(f"{run_id}: running", False)
             entry = {"scheme": scheme.name, "rep": rep, "dir": f"runs/{run_id}"}
             try:
@@ -109,6 +110,13 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
             campaign["runs"].append(entry)
             _write_json(req.out / "campaign.json", campaign)
     return campaign
+
+
+def run_dir_name(scheme_name: str) -> str:
+    """A scheme's name as a run directory name: virtme-ng's --rwdir reads
+    `=` as GUEST=HOST, so `pmr@pmr_unmap_unit_kbytes=64` becomes
+    `pmr@pmr_unmap_unit_kbytes_64` (campaign.json keeps the real name)."""
+    return re.sub(r"[^A-Za-z0-9_.+@-]", "_", scheme_name)
 
 
 def disk_dir(out: Path, run_id: str) -> Path:

@@ -169,3 +169,10 @@ def test_spec_scales_sizes_and_lists_every_app(tmp_path):
     slow = spec.build(run_id="x", out_dir=tmp_path, seed=7, scenario=scen, profile=prof,
                       scheme=sch, work_iters_per_ms=1000.0, slowdown=6)
     assert slow["deadline_s"] == 6 * scen.deadline_s
+
+
+def test_run_dir_names_are_safe_for_virtme_rwdir():
+    from pmr_testbed import campaign
+    assert campaign.run_dir_name("pmr@pmr_unmap_unit_kbytes=64") == "pmr@pmr_unmap_unit_kbytes_64"
+    assert campaign.run_dir_name("pmr+ice") == "pmr+ice"
+    assert "=" not in campaign.run_dir_name("a@b=1@c=2") and "," not in campaign.run_dir_name("a,b")
