@@ -113,10 +113,10 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
 
 
 def run_dir_name(scheme_name: str) -> str:
-    """A scheme's name as a run directory name: virtme-ng's --rwdir reads
-    `=` as GUEST=HOST, so `pmr@pmr_unmap_unit_kbytes=64` becomes
-    `pmr@pmr_unmap_unit_kbytes_64` (campaign.json keeps the real name)."""
-    return re.sub(r"[^A-Za-z0-9_.+@-]", "_", scheme_name)
+    """A scheme's name as a run directory name: virtme-ng's --rwdir refuses
+    paths with `=` (GUEST=HOST) or `@`, so `pmr@pmr_unmap_unit_kbytes=64`
+    becomes `pmr_pmr_unmap_unit_kbytes_64` (campaign.json keeps the name)."""
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", scheme_name)
 
 
 def disk_dir(out: Path, run_id: str) -> Path:
