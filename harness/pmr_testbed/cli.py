@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import rich.markup
@@ -54,20 +55,30 @@ def run(
     out = out or paths.RESULTS_DIR / f"{scenario}-{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
     req = campaign.CampaignRequest(scenario, profile, schemes, reps, seed, out, flavour, rounds)
     plan = campaign.plan(req)
-    n_runs = reps * len(plan.schemes)
+    with _runs_progress(reps * len(plan.schemes)) as (progress, _):
+        result = campaign.run(plan, progress)
+    _finish(out, result)
+
+
+@contextmanager
+def _runs_progress(n_runs: int):
+    """A progress bar over guest runs: yields progress(msg, run_finished),
+    the callback campaign.run() and paper.run() take, and a log(msg)."""
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                   TextColumn("{task.completed}/{task.total} runs"), TimeElapsedColumn(),
                   console=err, transient=False) as bar:
         task = bar.add_task("preparing", total=n_runs)
 
+        def log(msg: str) -> None:
+            bar.console.log(msg, markup=False, highlight=False)
+
         def progress(msg: str, run_finished: bool) -> None:
             bar.update(task, description=msg)
             if run_finished:
                 bar.advance(task)
-                bar.console.log(msg)
+                log(msg)
 
-        result = campaign.run(plan, progress)
-    _finish(out, result)
+        yield progress, log
 
 
 def _finish(out: Path, result: dict) -> None:
@@ -107,19 +118,8 @@ def paper(
     for line in paper_mod.estimate_lines(plan, state):
         typer.echo(line)
     n_runs = sum(c.runs for c in plan.campaigns if state[c.name] != "finished")
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total} runs"), TimeElapsedColumn(),
-                  console=err, transient=False) as bar:
-        task = bar.add_task("preparing", total=n_runs)
-
-        def progress(msg: str, run_finished: bool) -> None:
-            bar.update(task, description=msg)
-            if run_finished:
-                bar.advance(task)
-                bar.console.log(msg, markup=False, highlight=False)
-
-        result = paper_mod.run(plan, progress,
-                               say=lambda msg: bar.console.log(msg, markup=False, highlight=False))
+    with _runs_progress(n_runs) as (progress, log):
+        result = paper_mod.run(plan, progress, say=log)
     typer.echo(f"paper: {result.markdown}")
     if result.failed_runs:
         err.print(f"{result.failed_runs} runs failed: see the campaigns' reports", markup=False)
