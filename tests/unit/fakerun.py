@@ -235,3 +235,12 @@ def fake_campaign_runner(make_run, stop_after: dict[str, int] | None = None):
 
     runner.calls = []
     return runner
+
+
+def ramp(mb_per_s: list[float]) -> list[int]:
+    """Cumulative write_sectors at 100-ms samples for the given MB/s per second."""
+    cumulative = [0]
+    for rate in mb_per_s:
+        for _ in range(10):
+            cumulative.append(cumulative[-1] + int(rate * (2**20 // 512) / 10))
+    return cumulative

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fakerun import (PMR_VMSTAT_KEYS, CutOff, fake_campaign_runner, kswapd_round, switch,
+from fakerun import (ramp, PMR_VMSTAT_KEYS, CutOff, fake_campaign_runner, kswapd_round, switch,
                      trace_line, trace_text, write_campaign, write_run, writeback_time)
 from pmr_testbed import paper, paper_report, paths, profiles, report
 from pmr_testbed.errors import UserError
@@ -20,7 +20,6 @@ from pmr_testbed.sweep import parse_name
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-SECTORS_PER_MB = 2**20 // 512
 MS = 1_000_000
 
 # ---- planning --------------------------------------------------------------
@@ -143,13 +142,6 @@ PMR_RESPONSE = {1: 440, 2: 450, 3: 470}
 PMR_PEAK = {1: 36, 2: 36, 3: 42}
 
 
-def _ramp(mb_per_s: list[float]) -> list[int]:
-    cumulative = [0]
-    for rate in mb_per_s:
-        for _ in range(10):
-            cumulative.append(cumulative[-1] + int(rate * SECTORS_PER_MB / 10))
-    return cumulative
-
 
 def make_run(profile: str, scheme: str, rep: int) -> dict:
     (part,) = parse_name(scheme)
@@ -178,7 +170,7 @@ def make_run(profile: str, scheme: str, rep: int) -> dict:
             "kills": [{"t_ms": 6000, "type": "kill", "app": "x", "pid": 1, "adj": 950,
                        "rss_kb": 1, "level": "medium", "reason": "r"}] * kills,
             "vmstat_increments": {"allocstall_normal": allocstall, "pswpout": pswpout},
-            "write_sectors": _ramp([0, peak / 2, peak, 0]), "threads_cpu": threads,
+            "write_sectors": ramp([0, peak / 2, peak, 0]), "threads_cpu": threads,
             "extra_vmstat_keys": PMR_VMSTAT_KEYS,
             "trace": trace_text(events) if rounds else None}
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from fakerun import (PMR_VMSTAT_KEYS, kill, pmr_batch, switch, trace_text, write_campaign,
+from fakerun import (ramp, PMR_VMSTAT_KEYS, kill, pmr_batch, switch, trace_text, write_campaign,
                      write_run, writeback_time)
 from pmr_testbed import report
 from pmr_testbed.metrics import MB
@@ -14,16 +14,7 @@ from pmr_testbed.report import (PLOT_FILES, bucketed, ecdf, median_run, size_buc
 from pmr_testbed.summary import Run, load_campaign, load_runs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-SECTORS_PER_MB = MB // 512
 
-
-def _ramp(mb_per_s: list[float]) -> list[int]:
-    """Cumulative write_sectors at 100-ms samples for the given MB/s per second."""
-    cumulative = [0]
-    for rate in mb_per_s:
-        for _ in range(10):
-            cumulative.append(cumulative[-1] + int(rate * SECTORS_PER_MB / 10))
-    return cumulative
 
 
 def _write_results(tmp_path, with_failure: bool = True):
@@ -39,7 +30,7 @@ def _write_results(tmp_path, with_failure: bool = True):
                       kills=[kill("firefox", "low_swap_and_thrashing")] * (n_kills + rep),
                       vmstat_increments={"allocstall_normal": 100 * n_kills, "pgmajfault": 5000,
                                          "pswpout": 25600 * rep},
-                      write_sectors=_ramp([0, 20 / slowness, 35 / slowness, 10, 0]),
+                      write_sectors=ramp([0, 20 / slowness, 35 / slowness, 10, 0]),
                       hist={"4096": 500, "12288": 40, "65536": int(30 / slowness),
                             "524288": int(4 / slowness)},
                       threads_cpu={"kswapd0": 10 * slowness, "kshrinkd0": 1.0})
@@ -138,7 +129,7 @@ def _writeback_results(tmp_path):
             if scheme == "pmr":
                 events += [pmr_batch(2.0, 256, 256, 250, 256 * 1000, 0)] * 2
             write_run(tmp_path / "runs" / f"{scheme}-r{rep}", extra_vmstat_keys=keys,
-                      trace=trace_text(events), write_sectors=_ramp([0, 10, 20, 0]))
+                      trace=trace_text(events), write_sectors=ramp([0, 10, 20, 0]))
             runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
     return write_campaign(tmp_path, ["original", "pmr", "pps"], runs, reps=2)
 
@@ -220,7 +211,7 @@ def _sweep_results(tmp_path):
             peak = SWEEP_PEAKS[kb][rep - 1] if kb else 20
             write_run(tmp_path / "runs" / f"{scheme}-r{rep}",
                       switches=[switch("chrome", "cold", 1000.0 - (kb or 0) / 4, 0)],
-                      write_sectors=_ramp([0, peak / 2, peak, 0]))
+                      write_sectors=ramp([0, peak / 2, peak, 0]))
             runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
     return write_campaign(tmp_path, schemes, runs, reps=2)
 
@@ -271,11 +262,11 @@ def test_kswapd_round_table(tmp_path):
     from fakerun import kswapd_round
     runs = []
     for scheme, wb_ms in (("original", 4), ("pmr", 1)):
-        write_run(tmp_path / "runs" / f"{scheme}-r1", write_sectors=_ramp([0, 10, 0]),
+        write_run(tmp_path / "runs" / f"{scheme}-r1", write_sectors=ramp([0, 10, 0]),
                   trace=trace_text([writeback_time(1.5, 32, wb_ms * 10**6, 32, 0),
                                     kswapd_round(1.505, 6556, 3278, 10 * 10**6)]))
         runs.append({"scheme": scheme, "rep": 1, "status": "ok"})
-    write_run(tmp_path / "runs" / "old-r1", write_sectors=_ramp([0, 10, 0]))
+    write_run(tmp_path / "runs" / "old-r1", write_sectors=ramp([0, 10, 0]))
     runs.append({"scheme": "old", "rep": 1, "status": "ok"})
     md = write_report(write_campaign(tmp_path, ["original", "pmr", "old"], runs, reps=1)).read_text()
     rows = _table_rows(md, "kswapd rounds")
