@@ -4,7 +4,9 @@ Repetitions are interleaved (rep 1 of every scheme, then rep 2, ...) so that
 drift on the host hits every scheme alike; every run uses the same seed,
 scenario, profile, kernel and QEMU limits. Each run gets fresh disk images and
 its own directory; campaign.json records the setup and each run's status,
-and is rewritten after every run so partial campaigns stay readable.
+and is rewritten after every run so partial campaigns stay readable. A last
+boot measures the swap disk's write bandwidth with fio (swap_bandwidth.py),
+which the report sets each scheme's peak reclaim throughput against.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import guest, guest_setup, kernel, paths, profiles, scenarios, schemes, spec
+from . import swap_bandwidth
 from .errors import GuestError, UserError
 
 
@@ -109,6 +112,10 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
                 progress(f"{run_id}: FAILED: {exc}", True)
             campaign["runs"].append(entry)
             _write_json(req.out / "campaign.json", campaign)
+    progress("swap disk bandwidth (fio in the guest)", False)
+    campaign["swap_bandwidth"] = swap_bandwidth.measure(req.out, profile, machine,
+                                                        disk_dir(req.out, "swap-bandwidth"))
+    _write_json(req.out / "campaign.json", campaign)
     return campaign
 
 
@@ -148,7 +155,8 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
                          console_path=run_dir / "console.log",
                          deadline_s=(scenario.deadline_s + guest_setup.BOOT_SLACK_S) * slowdown,
                          ram_mb=profile.guest_ram_mb, cpus=profile.cpus, accel=accel,
-                         rwdirs=[run_dir], disks=[swap, data])
+                         rwdirs=[run_dir], disks=[swap, data],
+                         append=kernel.BOOT_ARGS[req.flavour])
     finally:
         shutil.rmtree(disks, ignore_errors=True)
     if res.returncode == guest_setup.GUEST_SETUP_ERROR:

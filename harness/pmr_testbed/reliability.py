@@ -205,7 +205,8 @@ def run(p: Plan, progress: Callable[[str], None]) -> dict:
                          console_path=console_path,
                          deadline_s=LOAD_DEADLINE_S + FINAL_PHASE_S + guest_setup.BOOT_SLACK_S,
                          ram_mb=p.profile.guest_ram_mb, cpus=p.profile.cpus, accel=machine.accel,
-                         rwdirs=[out], disks=[swap], check_splats=False)
+                         rwdirs=[out], disks=[swap], append=kernel.BOOT_ARGS[machine.image.flavour],
+                         check_splats=False)
     finally:
         shutil.rmtree(disk_dir, ignore_errors=True)
     if res.returncode == guest_setup.GUEST_SETUP_ERROR:

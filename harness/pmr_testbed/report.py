@@ -566,6 +566,22 @@ def setup_lines(s: dict) -> list[str]:
     ]
 
 
+def disk_share_lines(s: dict) -> list[str]:
+    """The swap disk's fio bandwidth and each scheme's peak as a share of it."""
+    bw = s.get("swap_bandwidth")
+    if not bw:
+        return ["The swap disk's bandwidth was not measured (campaign from before the fio "
+                "boot)."]
+    if bw.get("write_mbps") is None:
+        return [f"The swap disk's bandwidth could not be measured: {bw.get('error')}."]
+    shares = [f"{name} {peak / bw['write_mbps']:.2f}" for name, e in s["schemes"].items()
+              if (peak := get_path(e, "reclaim_mbps.peak")) is not None]
+    return [f"The swap disk writes {_fmt(bw['write_mbps'])} MB/s as fio measures it in the "
+            f"guest (sequential 1 MiB direct writes, {bw['fio'].get('iodepth')} in flight); "
+            "median peak reclaim throughput as a share of it: "
+            + (", ".join(shares) if shares else "–") + "."]
+
+
 def render_markdown(s: dict) -> str:
     k = s["kernel"]
     series = ", ".join(f"`{p}`" for p in k["series"]) or "none"
@@ -587,6 +603,7 @@ def render_markdown(s: dict) -> str:
               "§2.2.2): mean over the 1-s windows with any swap write, and the peak window. "
               "Reclaim CPU is the kernel reclaim threads' CPU time; swap out is pswpout.", "",
               *headline_table(s["schemes"]), ""]
+    lines += [*disk_share_lines(s), ""]
     if cpu := cpu_table(s["schemes"]):
         lines += ["Reclaim CPU seconds by thread family:", "", *cpu, ""]
     if pmr := pmr_table(s["schemes"]):

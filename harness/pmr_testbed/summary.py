@@ -222,6 +222,7 @@ def summarize(campaign: dict, ok: dict[str, list[Run]], failed: list[dict]) -> d
         "kernel": {"version": kernel["version"], "series": kernel["series"],
                    "flavour": kernel.get("flavour")},
         "qemu": campaign["qemu"],
+        "swap_bandwidth": campaign.get("swap_bandwidth"),  # swap_bandwidth.py; None before it ran
         "guest": campaign["guest"],
         "reps": campaign["reps"],
         "seed": campaign["seed"],

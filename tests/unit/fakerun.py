@@ -182,8 +182,9 @@ def trace_text(lines: list[str], missing: tuple[str, ...] = (), overrun: int = 0
 
 def write_campaign(results_dir: Path, schemes: list[str], runs: list[dict], reps: int = 3, *,
                    scenario: str = "smoke", profile: str = "pixel6pro-mini", seed: int = 42,
-                   rounds: int = 2) -> Path:
-    """campaign.json; each of `runs` is {scheme, rep, status[, error]}; dir is derived."""
+                   rounds: int = 2, swap_bandwidth: dict | None = None) -> Path:
+    """campaign.json; each of `runs` is {scheme, rep, status[, error]}; dir is derived;
+    `swap_bandwidth` is the fio measurement (swap_bandwidth.py), absent if None."""
     entries = [{"scheme": r["scheme"], "rep": r["rep"],
                 "dir": f"runs/{r['scheme']}-r{r['rep']}", "status": r["status"],
                 "error": r.get("error")} for r in runs]
@@ -198,6 +199,8 @@ def write_campaign(results_dir: Path, schemes: list[str], runs: list[dict], reps
                    "flavour": "testbed"},
         "runs": entries,
     }
+    if swap_bandwidth is not None:
+        campaign["swap_bandwidth"] = swap_bandwidth
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "campaign.json").write_text(json.dumps(campaign, indent=2))
     return results_dir

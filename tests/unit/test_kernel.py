@@ -38,3 +38,11 @@ def test_shipped_fragments_ask_for_what_the_testbed_needs():
 def test_unknown_flavour_is_refused():
     with pytest.raises(UserError, match="unknown kernel flavour"):
         kernel.build("fast")
+
+
+def test_every_flavour_has_a_slowdown_and_boot_arguments():
+    assert set(kernel.SLOWDOWN) == set(kernel.FLAVOURS)
+    assert set(kernel.BOOT_ARGS) == set(kernel.FLAVOURS)
+    # The debug kernel boots with 4-level paging (KASAN's early-boot report
+    # with 5-level paging under TCG, see kernel.BOOT_ARGS).
+    assert "no5lvl" in kernel.BOOT_ARGS["debug"]

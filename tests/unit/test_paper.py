@@ -314,7 +314,8 @@ def main_3reps(tmp_path_factory):
             runs.append({"scheme": scheme, "rep": rep, "status": "failed" if failed else "ok",
                          "error": "guest run exited with status 1" if failed else None})
     write_campaign(d, list(spec.schemes), runs, scenario="paper", profile="pixel6pro", seed=1,
-                   rounds=10)
+                   rounds=10, swap_bandwidth={"write_mbps": 50.0, "fio": {"iodepth": 16},
+                                              "error": None})
     summary, ok = paper_report.build_summary(d)
     return {"main": paper_report.Collected(spec, "finished", summary, ok, 12)}
 
@@ -339,6 +340,10 @@ def test_headline_ratios_pair_reps_and_mark_targets(main_3reps):
     assert ratios["pps_reclaim_cpu"]["median"] == pytest.approx(1.02)
     assert ratios["pps_reclaim_cpu"]["status"] == "no target"
     assert ratios["response_time_vs_mglru"]["median"] == pytest.approx(0.455 / 0.9)
+    # pmr's peak against the disk's 50 MB/s (fio): 36 / 50 and 42 / 50
+    of_disk = ratios["peak_of_disk"]
+    assert of_disk["values"] == pytest.approx([0.72, 0.84], rel=1e-2)
+    assert of_disk["status"] == "met" and of_disk["base"] == paper_report.DISK
 
 
 def test_met_and_missed_in_the_table_and_the_shortfalls(main_3reps, tmp_path):
@@ -355,11 +360,14 @@ def test_met_and_missed_in_the_table_and_the_shortfalls(main_3reps, tmp_path):
     assert response[6].startswith("✅ met")
     assert rows["peak reclaim throughput"][6] == "❌ missed (1 of 2 reps meet it)"
     assert rows["reclaim CPU (kswapd + kshrinkd), PPS"][6] == "no target"
-    short = md.split("## What fell short and why")[1]
+    short = md.split("## What fell short, and where it goes")[1]
     missed = re.findall(r"^### (.+) \(pmr / original\)$", short, re.M)
     assert missed == ["peak reclaim throughput", "direct reclaims (allocstall)",
                       "reclaim CPU (kswapd + kshrinkd)"]
-    assert "_Why: (to be analysed)_" in short
+    peak = short.split("### peak reclaim throughput")[1].split("###")[0]
+    assert "- peak against the disk's 50.0 MB/s (fio): pmr 3" in peak
+    cpu = short.split("### reclaim CPU")[1].split("###")[0]
+    assert "- kswapd CPU s: pmr 6.00, original 10.0" in cpu
     assert "- `devices`: not run yet" in short
     assert "`main`: 1 failed runs" in short
 
@@ -371,6 +379,8 @@ def test_a_scheme_the_mode_did_not_run_is_not_measured(quick_out):
     assert vs_mglru["status"] == "not measured" and vs_mglru["median"] is None
     assert "mglru was not run" in vs_mglru["reason"]
     assert "response_time_vs_mglru" not in s["missed"]
+    of_disk = s["ratios"]["peak_of_disk"]   # the fake campaigns have no fio measurement
+    assert of_disk["status"] == "not measured" and "no fio measurement" in of_disk["reason"]
 
 
 @pytest.mark.parametrize("value, target, met", [

@@ -258,7 +258,8 @@ def test_run_wires_blkdebug_and_the_host_checks(tmp_path, monkeypatch, write_err
 
     monkeypatch.setattr(paths, "BUILD_DIR", tmp_path / "build")
     machine = SimpleNamespace(
-        image=SimpleNamespace(bzimage=Path("/k/bzImage"), as_dict=lambda: {"version": "6.1"}),
+        image=SimpleNamespace(bzimage=Path("/k/bzImage"), flavour="debug",
+                              as_dict=lambda: {"version": "6.1"}),
         accel="tcg", dilation=SimpleNamespace(as_dict=lambda: {"factor": 9.0}),
         limits={"swap_bps_write": 1, "swap_iops_write": 1, "swap_bps_read": 1,
                 "swap_iops_read": 1})
@@ -266,7 +267,7 @@ def test_run_wires_blkdebug_and_the_host_checks(tmp_path, monkeypatch, write_err
     seen = {}
 
     def fake_boot(kernel, *, exec_cmd, console_path, rwdirs, disks, **kw):
-        seen["disks"] = disks
+        seen["disks"], seen["append"] = disks, kw.get("append")
         seen["spec"] = json.loads((rwdirs[0] / "spec.json").read_text())
         (rwdirs[0] / "reliability.json").write_text(json.dumps(
             dict(_result("pass"), swap_dev="vdb")))
@@ -279,6 +280,7 @@ def test_run_wires_blkdebug_and_the_host_checks(tmp_path, monkeypatch, write_err
     result = reliability.run(p, lambda msg: None)
     swap = seen["disks"][0]
     assert swap.size_mb == p.swap_mb and seen["spec"]["swap_full"] is True
+    assert seen["append"] == ["no5lvl"]   # the debug kernel boots with 4-level paging
     # tagged by the output directory's path, as a campaign's (campaign.disk_dir)
     from pmr_testbed import campaign
     assert swap.path.parent == campaign.disk_dir(tmp_path / "out", "reliability")

@@ -1,0 +1,122 @@
+"""Where a missed headline's time goes: the figures of the same runs that
+bear on it, for paper.md's "What fell short" section (paper_report.py).
+
+Each headline names the figures a reader checks first when it is missed
+(a response time: faults, direct reclaim, kills, how much of its goal a
+kswapd round reclaims; a peak throughput: the share of the disk, bulk batch
+size against the unit, request size; reclaim CPU: kshrinkd's scanning per
+victim, victims that went back to the LRU). Facts only, medians of the main
+campaign's ok runs, scheme beside base; the interpretation is the README's.
+"""
+
+from __future__ import annotations
+
+from .report import _fmt
+from .summary import get_path
+
+PAGE_KB = 4
+
+
+def _pair(schemes: dict, dotted: str, title: str, scheme: str, base: str) -> str | None:
+    a, b = get_path(schemes.get(scheme, {}), dotted), get_path(schemes.get(base, {}), dotted)
+    if a is None and b is None:
+        return None
+    return f"{title}: {scheme} {_fmt(a)}, {base} {_fmt(b)}"
+
+
+def _one(schemes: dict, scheme: str, dotted: str, title: str) -> str | None:
+    v = get_path(schemes.get(scheme, {}), dotted)
+    return None if v is None else f"{title} ({scheme}): {_fmt(v)}"
+
+
+def _per(schemes: dict, scheme: str, num: str, den: str, title: str) -> str | None:
+    a, b = get_path(schemes.get(scheme, {}), num), get_path(schemes.get(scheme, {}), den)
+    return None if a is None or not b else f"{title} ({scheme}): {a / b:.2f}"
+
+
+def _kswapd_goal(schemes: dict, scheme: str, base: str) -> str | None:
+    return _pair(schemes, "kswapd_rounds.reclaimed_ratio",
+                 "share of its goal a kswapd round reclaims (mean)", scheme, base)
+
+
+def _victims(schemes: dict, scheme: str) -> str | None:
+    e = schemes.get(scheme, {})
+    mean, low = get_path(e, "pmr.nr_victim_mb.mean"), get_path(e, "pmr.nr_victim_mb.min")
+    target = get_path(e, "pmr.target_mb")
+    if mean is None or target is None:
+        return None
+    return (f"victim list ({scheme}): mean {_fmt(mean)} MB, lowest {_fmt(low)} MB, against a "
+            f"target of {_fmt(target)} MB")
+
+
+def _batches(schemes: dict, scheme: str, unit_kb: int | None) -> str | None:
+    pages = get_path(schemes.get(scheme, {}), "bulk.pages_per_batch_mean")
+    if pages is None or not unit_kb:
+        return None
+    unit = unit_kb // PAGE_KB
+    return (f"bulk batch ({scheme}): {_fmt(pages)} pages on average against a unit of "
+            f"{unit:,} pages ({pages / unit:.0%} of it)")
+
+
+def _disk(schemes: dict, scheme: str, base: str, disk_mbps: float | None) -> str | None:
+    if not disk_mbps:
+        return None
+    parts = [f"{n} {_fmt(p)} MB/s ({p / disk_mbps:.0%})" for n in (scheme, base)
+             if (p := get_path(schemes.get(n, {}), "reclaim_mbps.peak")) is not None]
+    return f"peak against the disk's {_fmt(disk_mbps)} MB/s (fio): " + ", ".join(parts)
+
+
+def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: float | None = None,
+             unit_kb: int | None = None) -> list[str]:
+    """Bullet lines (without the bullet) for headline `key`; empty when the
+    runs have none of its figures."""
+    if base not in schemes:   # e.g. the disk: set the scheme against original
+        base = "original"
+    pair = lambda dotted, title: _pair(schemes, dotted, title, scheme, base)  # noqa: E731
+    facts: dict[str, list[str | None]] = {
+        "response_time": [
+            pair("response_ms.p95", "response p95 ms"),
+            pair("pgmajfault", "major faults"),
+            pair("allocstall", "direct reclaims (allocstall)"),
+            pair("kills", "LMKD kills"),
+            _kswapd_goal(schemes, scheme, base),
+        ],
+        "throughput": [
+            _disk(schemes, scheme, base, disk_mbps),
+            pair("reclaim_mbps.mean", "mean reclaim MB/s over writing seconds"),
+            _batches(schemes, scheme, unit_kb),
+            pair("swap_write_kb.mean", "mean swap write KiB"),
+            _kswapd_goal(schemes, scheme, base),
+            pair("kswapd_rounds.writeback_share", "writeback share of a kswapd round"),
+            _victims(schemes, scheme),
+        ],
+        "kills": [
+            pair("kills", "LMKD kills"),
+            pair("allocstall", "direct reclaims (allocstall)"),
+            pair("pswpout_mb", "swap out MB"),
+            _victims(schemes, scheme),
+        ],
+        "direct_reclaims": [
+            pair("allocstall", "direct reclaims (allocstall)"),
+            _victims(schemes, scheme),
+            _kswapd_goal(schemes, scheme, base),
+        ],
+        "reclaim_cpu": [
+            pair("reclaim_cpu_s.kswapd", "kswapd CPU s"),
+            _one(schemes, scheme, "reclaim_cpu_s.kshrinkd", "kshrinkd CPU s"),
+            _per(schemes, scheme, "pmr.pgscan_kshrinkd", "pmr.pmr_victim_added",
+                 "pages kshrinkd scanned per victim added"),
+            _per(schemes, scheme, "pmr.pmr_victim_putback", "pmr.pmr_victim_added",
+                 "victims put back on the LRU per victim added"),
+            pair("pgmajfault", "major faults"),
+        ],
+        "flash_writes": [
+            pair("pswpout_mb", "swap out MB"),
+            pair("pgmajfault", "major faults"),
+            _per(schemes, scheme, "pmr.pmr_victim_putback", "pmr.pmr_victim_added",
+                 "victims put back on the LRU per victim added"),
+        ],
+    }
+    group = {"response_time_vs_mglru": "response_time", "peak_throughput": "throughput",
+             "peak_of_disk": "throughput", "pps_reclaim_cpu": "reclaim_cpu"}.get(key, key)
+    return [f for f in facts.get(group, []) if f]

@@ -1,0 +1,79 @@
+"""The swap disk's write bandwidth as fio measures it inside a guest booted
+like a campaign's runs (same kernel, accelerator and QEMU throttling): the
+figure a reclaim throughput is compared with (the report gives each scheme's
+peak as a share of it; issue 5 wants PMR's peak at 60% of it or more).
+
+One extra boot at the end of a campaign: fio writes the raw swap disk (a
+fresh image, discarded afterwards) sequentially in 1 MiB direct I/Os, 16 in
+flight, for 10 s after a 2 s ramp, and leaves its JSON output in the
+campaign directory (`swap_bandwidth/fio.json`). campaign.json keeps
+
+  "swap_bandwidth": {"write_mbps": 127.6, "fio": {...the job...}, "error": null}
+
+and a failed measurement is kept as an error, never as a number.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+from . import guest, guest_setup, kernel, spec
+from .errors import GuestError
+from .profiles import Profile
+
+MB = 2**20
+# the fio job (command line options without the leading --)
+FIO_JOB = {"rw": "write", "bs": "1M", "iodepth": 16, "ioengine": "libaio", "direct": 1,
+           "ramp_time": 2, "runtime": 10, "time_based": 1}
+DEADLINE_S = 90
+
+
+def guest_command(serial: str, output: Path) -> str:
+    """The guest's shell command: find the disk by serial (as pmr-guest
+    does, /sys/block/vd*/serial) and run fio on it."""
+    job = " ".join(f"--{k}={v}" for k, v in FIO_JOB.items())
+    script = (f'dev=; for d in /sys/block/vd*; do '
+              f'[ "$(cat "$d/serial" 2>/dev/null)" = {shlex.quote(serial)} ] && dev=/dev/${{d##*/}}; '
+              f'done; [ -n "$dev" ] || {{ echo "pmr-swap-bandwidth: no disk {serial}" >&2; exit 1; }}; '
+              f'exec fio --name=swap-write --filename="$dev" {job} '
+              f'--output-format=json --output={shlex.quote(str(output))}')
+    return "sh -c " + shlex.quote(script)
+
+
+def parse_fio(text: str) -> float:
+    """Write bandwidth in MB/s (2**20 bytes) from fio's JSON output."""
+    try:
+        data = json.loads(text)
+        return data["jobs"][0]["write"]["bw_bytes"] / MB
+    except (json.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
+        raise ValueError(f"fio's JSON output has no write bandwidth ({exc})") from None
+
+
+def measure(out: Path, profile: Profile, machine: guest_setup.Machine, disks: Path) -> dict:
+    """Boot once (the swap image in `disks`, removed afterwards) and measure;
+    the result for campaign.json. A guest failure is kept as the error."""
+    work = out / "swap_bandwidth"
+    work.mkdir(parents=True, exist_ok=True)
+    swap = guest_setup.swap_disk(profile, machine.limits, disks)
+    result = {"write_mbps": None, "fio": dict(FIO_JOB), "error": None}
+    try:
+        guest.create_disk(swap)
+        res = guest.boot(machine.image.bzimage,
+                         exec_cmd=guest_command(spec.SWAP_SERIAL, work / "fio.json"),
+                         console_path=work / "console.log",
+                         deadline_s=DEADLINE_S * kernel.SLOWDOWN[machine.image.flavour],
+                         ram_mb=profile.guest_ram_mb, cpus=profile.cpus, accel=machine.accel,
+                         rwdirs=[work], disks=[swap],
+                         append=kernel.BOOT_ARGS[machine.image.flavour])
+        if res.returncode != 0:
+            raise GuestError(f"fio exited with status {res.returncode} "
+                             f"(console: {work / 'console.log'})")
+        result["write_mbps"] = parse_fio((work / "fio.json").read_text())
+    except (GuestError, OSError, ValueError) as exc:
+        result["error"] = str(exc)
+    finally:
+        shutil.rmtree(disks, ignore_errors=True)
+    return result
