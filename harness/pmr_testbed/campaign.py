@@ -36,6 +36,7 @@ class CampaignRequest:
     out: Path
     flavour: str = "testbed"
     rounds: int | None = None   # overrides the scenario's rounds (quick runs, sweeps)
+    swap_bandwidth: bool = True  # end with the fio boot (swap_bandwidth.py)
 
 
 def _data_disk_mb(guest_spec: dict) -> int:
@@ -112,10 +113,11 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
                 progress(f"{run_id}: FAILED: {exc}", True)
             campaign["runs"].append(entry)
             _write_json(req.out / "campaign.json", campaign)
-    progress("swap disk bandwidth (fio in the guest)", False)
-    campaign["swap_bandwidth"] = swap_bandwidth.measure(req.out, profile, machine,
-                                                        disk_dir(req.out, "swap-bandwidth"))
-    _write_json(req.out / "campaign.json", campaign)
+    if req.swap_bandwidth:
+        progress("swap disk bandwidth (fio in the guest)", False)
+        campaign["swap_bandwidth"] = swap_bandwidth.measure(req.out, profile, machine,
+                                                            disk_dir(req.out, "swap-bandwidth"))
+        _write_json(req.out / "campaign.json", campaign)
     return campaign
 
 

@@ -27,11 +27,15 @@ before anything starts.
 
 Quick mode: 1 repetition (unless --reps says otherwise) of 1 round per run;
 main runs original, pps and pmr (no mglru: it would push the total over
-20 min), the delta sweep 1x/3x/5x, the unit sweep 256 kB/1 MB/16 MB on
-pixel6pro only. 12 guest runs of about 1.6 min each (boot, background
-launches, settling and shutdown are over half of a one-round run): about
-19 min, just under the target. One round means the foreground apps' first (cold) launches
-only, so quick results are indicative, not the paper's workload.
+20 min), the delta sweep 1x/5x, the unit sweep 1 MB/16 MB on pixel6pro
+only. Main's and the sweeps' runs then have the same rounds and reps, so
+main's pmr runs are also the sweeps' kernel-default points (reuse_main):
+delta 3x (the kernel's default, three times nr_to_reclaim) and the
+profile's own unit (10 MB). 10 guest runs of about 1.8 min each (boot,
+background launches, settling and shutdown are over half of a one-round
+run) and main's fio boot: about 19 min, just under the target. One round
+means the foreground apps' first (cold) launches only, so quick results
+are indicative, not the paper's workload.
 
 Resuming: a campaign subdirectory whose campaign.json has every run of its
 plan (ok or failed) is not run again; one cut off part-way is moved aside
@@ -63,9 +67,10 @@ DEVICE_SCHEMES = ("original", "pps", "pmr")
 DELTA_KEY = "pmr_victim_target_kbytes"
 UNIT_KEY = "pmr_unmap_unit_kbytes"
 FULL_DELTA_MULTIPLES = (1, 2, 3, 4, 5)
-QUICK_DELTA_MULTIPLES = (1, 3, 5)
+DEFAULT_DELTA = 3   # the kernel's default victim target: 3 x nr_to_reclaim
+QUICK_DELTA_MULTIPLES = (1, 3, 5)   # 3x from main's pmr runs (reuse_main)
 FULL_UNITS_KB = (64, 256, 1024, 4096, 16384)
-QUICK_UNITS_KB = (256, 1024, 16384)
+QUICK_UNITS_KB = (1024, 16384)      # and the profile's unit from main's pmr runs
 QUICK_ROUNDS = 1
 FULL_SWEEP_ROUNDS = 4
 MIN_FULL_REPS = 3
@@ -74,14 +79,16 @@ MIN_FULL_REPS = 3
 # six runs of results/paper-part2-r1 and results/paper-part2-clean
 # (`paper`, 10 rounds, PMR part 2 kernel: 6.4-7.1 min per run, wall time
 # from campaign.json): the 10 rounds of switching took 328-348 s (~34 s a
-# round); the rest, ~56-76 s (median ~60), is boot (~12 s), background
-# launches and settling (~30-43 s), and shutdown and the host's work on
-# the run. pixel5 is a smaller guest whose runs were only measured for
+# round); the rest is boot (~12 s), background launches and settling
+# (~30-43 s), and shutdown and the host's work on the run: ~74 s, from
+# the one-round runs of the first `make paper-quick` (104-114 s each). pixel5 is a smaller guest whose runs were only measured for
 # `smoke`: assumed ~5% faster. The dwell times (2-4 s per switch, 10
 # switches a round) dominate and do not depend on the device.
-RUN_S = {"pixel6pro": (60.0, 34.0), "pixel5": (55.0, 32.0)}
+RUN_S = {"pixel6pro": (74.0, 34.0), "pixel5": (74.0, 34.0)}
 # per campaign: the kernel's up-to-date check, the (cached) dilation, the report
 CAMPAIGN_OVERHEAD_S = 10.0
+# main's fio boot (swap_bandwidth.py): boot, 12 s of fio, shutdown
+SWAP_BANDWIDTH_S = 40.0
 
 
 @dataclass(frozen=True)
@@ -94,10 +101,12 @@ class CampaignSpec:
     schemes: tuple[str, ...]
     reps: int
     rounds: int
+    swap_bandwidth: bool = False   # end with the fio boot (swap_bandwidth.py)
 
     def request(self, out: Path, seed: int) -> campaign.CampaignRequest:
         return campaign.CampaignRequest(SCENARIO, self.profile, ",".join(self.schemes),
-                                        self.reps, seed, out / self.name, rounds=self.rounds)
+                                        self.reps, seed, out / self.name, rounds=self.rounds,
+                                        swap_bandwidth=self.swap_bandwidth)
 
     @property
     def runs(self) -> int:
@@ -122,6 +131,10 @@ class PaperPlan:
     nr_to_reclaim_pages: int
     delta: list[DeltaPoint] = field(default_factory=list)
     main_scale: float = 1.0   # the main profile's guest/phone RAM ratio
+    # main's pmr runs are also the sweeps' kernel-default points (delta 3x,
+    # the main profile's unit): main and the sweeps share rounds and reps
+    reuse_main: bool = False
+    main_unit_kb: int = 0     # the main profile's pmr.unmap_unit_kb
 
     def campaign(self, name: str) -> CampaignSpec | None:
         return next((c for c in self.campaigns if c.name == name), None)
@@ -184,13 +197,14 @@ def plan(out: Path, *, quick: bool = False, reps: int | None = None, seed: int =
     delta = delta_points(main_profile, QUICK_DELTA_MULTIPLES if quick else FULL_DELTA_MULTIPLES)
     units = QUICK_UNITS_KB if quick else FULL_UNITS_KB
     unit_schemes = tuple(f"pmr@{UNIT_KEY}={kb}" for kb in units)
+    reuse_main = main_rounds == sweep_rounds
+    delta_run = tuple(d.scheme for d in delta if not (reuse_main and d.multiple == DEFAULT_DELTA))
     campaigns = [
         CampaignSpec("main", "headline ratios, Figs. 5-7, 11-13, Table 3", MAIN_PROFILE,
-                     main_schemes, reps, main_rounds),
+                     main_schemes, reps, main_rounds, swap_bandwidth=True),
         CampaignSpec("devices", "Fig. 14 (with main's pixel6pro runs)", OTHER_PROFILE,
                      DEVICE_SCHEMES, reps, main_rounds),
-        CampaignSpec("delta", "Fig. 15a", MAIN_PROFILE, tuple(p.scheme for p in delta), reps,
-                     sweep_rounds),
+        CampaignSpec("delta", "Fig. 15a", MAIN_PROFILE, delta_run, reps, sweep_rounds),
         CampaignSpec(f"unit-{MAIN_PROFILE}", "Fig. 15b", MAIN_PROFILE, unit_schemes, reps,
                      sweep_rounds),
     ]
@@ -202,7 +216,8 @@ def plan(out: Path, *, quick: bool = False, reps: int | None = None, seed: int =
         schemes.parse_list(",".join(c.schemes), main_profile if c.profile == MAIN_PROFILE
                            else other_profile)
     return PaperPlan(out, quick, reps, seed, campaigns,
-                     guest_high_watermark_pages(main_profile), delta, main_profile.scale)
+                     guest_high_watermark_pages(main_profile), delta, main_profile.scale,
+                     reuse_main, main_profile.unmap_unit_kb)
 
 
 # ---- time estimate ---------------------------------------------------------
@@ -214,7 +229,8 @@ def run_seconds(profile: str, rounds: int) -> float:
 
 def estimate_s(spec: CampaignSpec) -> float:
     """Guest time of one campaign on this project's host (see RUN_S)."""
-    return CAMPAIGN_OVERHEAD_S + spec.runs * run_seconds(spec.profile, spec.rounds)
+    return (CAMPAIGN_OVERHEAD_S + spec.runs * run_seconds(spec.profile, spec.rounds)
+            + (SWAP_BANDWIDTH_S if spec.swap_bandwidth else 0.0))
 
 
 def _duration(seconds: float) -> str:

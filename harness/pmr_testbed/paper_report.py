@@ -36,8 +36,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from . import profiles, report, shortfall  # noqa: E402
 from .metrics import RunMetrics  # noqa: E402
-from .paper import (BASELINE, DELTA_KEY, DEVICE_SCHEMES, MAIN_PROFILE, OTHER_PROFILE,  # noqa: E402
-                    UNIT_KEY, CampaignSpec, PaperPlan)
+from .paper import (BASELINE, DEFAULT_DELTA, DELTA_KEY, DEVICE_SCHEMES,  # noqa: E402
+                    MAIN_PROFILE, OTHER_PROFILE, UNIT_KEY, CampaignSpec, PaperPlan)
 from .report import _cell, _fmt, _table, get_path  # noqa: E402
 from .summary import Run, build_summary, run_figures  # noqa: E402
 from .sweep import parse_name  # noqa: E402
@@ -412,13 +412,28 @@ def _errorbar(ax, xs, entries, dotted, **style) -> None:
     report._errorbar(ax, xs, entries, dotted, **style)
 
 
+MAIN_PMR = "pmr (main)"   # a sweep point taken from main's pmr runs (plan.reuse_main)
+
+
+def _main_pmr(collected: dict[str, Collected]) -> dict | None:
+    entry = _main_schemes(collected).get("pmr")
+    return entry if entry and entry.get("runs") else None
+
+
 def delta_rows(p: PaperPlan, collected: dict[str, Collected]) -> list[tuple]:
-    """(multiple, kB, scheme, entry or None) for each planned delta."""
+    """(multiple, kB, scheme, entry or None) for each planned delta; with
+    reuse_main, the kernel's default (3x) is main's pmr."""
     c = collected.get("delta")
     schemes = c.summary["schemes"] if c and c.summary else {}
-    return [(d.multiple, d.kbytes, d.scheme,
-             schemes.get(d.scheme) if schemes.get(d.scheme, {}).get("runs") else None)
-            for d in p.delta]
+    rows = []
+    for d in p.delta:
+        if p.reuse_main and d.multiple == DEFAULT_DELTA:
+            rows.append((d.multiple, d.kbytes, MAIN_PMR, _main_pmr(collected)))
+        else:
+            entry = schemes.get(d.scheme)
+            rows.append((d.multiple, d.kbytes, d.scheme,
+                         entry if entry and entry.get("runs") else None))
+    return rows
 
 
 def plot_fig15a(p: PaperPlan, rows: list[tuple], path: Path) -> None:
@@ -449,8 +464,9 @@ def plot_fig15a(p: PaperPlan, rows: list[tuple], path: Path) -> None:
     _save(fig, path)
 
 
-def unit_points(collected: dict[str, Collected]) -> dict[str, list[tuple]]:
-    """{profile: [(unit kB, scheme, entry or None)]} for each unit campaign."""
+def unit_points(p: PaperPlan, collected: dict[str, Collected]) -> dict[str, list[tuple]]:
+    """{profile: [(unit kB, scheme, entry or None)]} for each unit campaign,
+    by unit; with reuse_main, the main profile's own unit is main's pmr."""
     out = {}
     for name, c in collected.items():
         if not name.startswith("unit-"):
@@ -461,7 +477,9 @@ def unit_points(collected: dict[str, Collected]) -> dict[str, list[tuple]]:
             value = float(dict(parse_name(scheme)[0].overrides)[UNIT_KEY])
             entry = schemes.get(scheme)
             points.append((value, scheme, entry if entry and entry["runs"] else None))
-        out[c.spec.profile] = points
+        if p.reuse_main and c.spec.profile == MAIN_PROFILE:
+            points.append((float(p.main_unit_kb), MAIN_PMR, _main_pmr(collected)))
+        out[c.spec.profile] = sorted(points, key=lambda pt: pt[0])
     return out
 
 
@@ -694,7 +712,7 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
     main_ok = main.ok if main else None
     devices = _device_entries(collected)
     drows = delta_rows(p, collected)
-    units = unit_points(collected)
+    units = unit_points(p, collected)
     default_target = get_path(schemes.get("pmr", {}), "pmr.target_mb")
     three = next((kb for k, kb, *_ in drows if k == 3), None)
     mode = (f"quick: {p.reps} rep{'s' if p.reps > 1 else ''}, 1 round per run, fewer schemes "
@@ -756,12 +774,16 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
         "falls, then rises again, with a limited effect overall."
         + (f" The kernel's own default, as kshrinkd reported it in main's pmr runs: "
            f"{_fmt(default_target)} MB (3x here: {three / 1024:.1f} MB)."
-           if default_target is not None and three else ""), "",
-        *fig15a_table(p, drows), "",
+           if default_target is not None and three else "")
+        + (f" `{MAIN_PMR}`: main's pmr runs (same rounds and reps as this sweep in this "
+           "mode), whose victim target is the kernel's default (0)." if p.reuse_main else ""),
+        "", *fig15a_table(p, drows), "",
         "## Fig. 15b: reclaim throughput against the unmap unit", "",
         _plot("fig15b", "Fig. 15b"), "",
         f"pmr with `{UNIT_KEY}` at each unit. The paper (§5.5): the best unit is 1 MB on the "
-        "Pixel 5 and 10 MB on the Pixel 6 Pro.", "",
+        "Pixel 5 and 10 MB on the Pixel 6 Pro."
+        + (f" `{MAIN_PMR}`: main's pmr runs (same rounds and reps in this mode), at "
+           f"{MAIN_PROFILE}'s own unit ({p.main_unit_kb} kB)." if p.reuse_main else ""), "",
         *(fig15b_lines(units) or ["No unit campaign yet."]),
         "## Table 3: reclaim CPU time", "",
         "CPU seconds of the reclaim threads over a run (threads_cpu.json), beside the paper's "
@@ -814,7 +836,7 @@ def write(p: PaperPlan, collected: dict[str, Collected]) -> Path:
     plot_fig7(schemes, plot_dir / PLOTS["fig7"])
     plot_fig14(_device_entries(collected), plot_dir / PLOTS["fig14"])
     plot_fig15a(p, delta_rows(p, collected), plot_dir / PLOTS["fig15a"])
-    plot_fig15b(unit_points(collected), plot_dir / PLOTS["fig15b"])
+    plot_fig15b(unit_points(p, collected), plot_dir / PLOTS["fig15b"])
     (p.out / "paper_summary.json").write_text(
         json.dumps(paper_summary(p, collected, ratios), indent=2) + "\n")
     path = p.out / "paper.md"

@@ -39,9 +39,16 @@ def test_quick_plan(tmp_path):
     assert by_name["devices"].schemes == ("original", "pps", "pmr")
     assert all(c.rounds == 1 and c.reps == 1 for c in p.campaigns)
     assert [d.multiple for d in p.delta] == [1, 3, 5]
-    assert by_name["delta"].schemes == tuple(d.scheme for d in p.delta)
+    # main's pmr runs have the sweeps' rounds and reps: they are the kernel's
+    # default delta (3x) and pixel6pro's own unit, which are not run again
+    assert p.reuse_main and p.main_unit_kb == profiles.load("pixel6pro").unmap_unit_kb
+    assert by_name["delta"].schemes == tuple(d.scheme for d in p.delta if d.multiple != 3)
     assert by_name["unit-pixel6pro"].schemes == tuple(
-        f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (256, 1024, 16384))
+        f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (1024, 16384))
+    # only main ends with the fio boot
+    assert [c.name for c in p.campaigns if c.swap_bandwidth] == ["main"]
+    assert by_name["main"].request(p.out, 1).swap_bandwidth
+    assert not by_name["delta"].request(p.out, 1).swap_bandwidth
 
 
 def test_full_plan_runs_every_scheme_file(tmp_path, monkeypatch):
@@ -57,6 +64,8 @@ def test_full_plan_runs_every_scheme_file(tmp_path, monkeypatch):
     assert (by_name["main"].rounds, by_name["devices"].rounds) == (10, 10)
     assert by_name["delta"].rounds == by_name["unit-pixel5"].rounds == paper.FULL_SWEEP_ROUNDS
     assert [d.multiple for d in p.delta] == [1, 2, 3, 4, 5]
+    assert not p.reuse_main   # main runs 10 rounds, the sweeps 4: every point is run
+    assert by_name["delta"].schemes == tuple(d.scheme for d in p.delta)
     assert by_name["unit-pixel5"].profile == "pixel5"
     assert by_name["unit-pixel5"].schemes == by_name["unit-pixel6pro"].schemes
     assert len(by_name["unit-pixel5"].schemes) == 5
@@ -115,7 +124,8 @@ def test_estimates(tmp_path):
         assert paper.run_seconds(profile, 1) == pytest.approx(fixed + per_round)
     for c in quick.campaigns + full.campaigns:
         assert paper.estimate_s(c) == pytest.approx(
-            paper.CAMPAIGN_OVERHEAD_S + c.runs * paper.run_seconds(c.profile, c.rounds))
+            paper.CAMPAIGN_OVERHEAD_S + c.runs * paper.run_seconds(c.profile, c.rounds)
+            + (paper.SWAP_BANDWIDTH_S if c.name == "main" else 0))
     # quick mode is planned to fit its 20 min target, full mode cannot fit 2 h
     assert quick_s <= 20 * 60
     assert full_s > 2 * 3600
@@ -257,8 +267,14 @@ def test_fig14_and_sweeps(quick_out):
     fig15a = _rows(md, "Fig. 15a")
     assert [k for k in fig15a if k.endswith("x")] == ["1x", "3x", "5x"]
     assert fig15a["3x"][4] == "1"   # runs
+    # quick mode: 3x (the kernel's default) is main's pmr, response 440 ms
+    assert fig15a["3x"][3] == "`pmr (main)`" and fig15a["3x"][5] == "440"
+    assert fig15a["1x"][3].startswith("`pmr@pmr_victim_target_kbytes=")
     assert "kshrinkd reported it in main's pmr runs: 76.8 MB" in md
     assert "best unit by median peak throughput **1024 kB**" in md
+    fig15b = _rows(md, "Fig. 15b")
+    assert [k for k in fig15b if k[0].isdigit()] == ["1024", "10240", "16384"]
+    assert fig15b["10240"][1] == "`pmr (main)`" and fig15b["10240"][3].startswith("3")
 
 
 def test_a_second_run_skips_finished_campaigns(quick_out, tmp_path):
