@@ -352,9 +352,10 @@ impl Session<'_> {
             (None, _) => "no live checker cgroup to look at".to_string(),
             (Some(_), Some(first)) => format!("{} cgroups do not add up; {first}", bad.len()),
             (Some(w), None) => format!(
-                "{} cgroups: anon + file = LRU lists within tolerance (largest difference {:+.1} MiB, tolerance {:.1} MiB)",
+                "{} cgroups: LRU lists - (anon + file) within [-tolerance, swapcached + tolerance] (largest {:+.1} MiB, allowed up to {:.1} MiB + {:.1} MiB)",
                 figures.len(),
                 w.difference as f64 / MIB,
+                w.swapcached as f64 / MIB,
                 w.tolerance as f64 / MIB
             ),
         };
