@@ -131,7 +131,7 @@ def test_scheme_combination_merges_and_refuses_conflicts(tmp_path, monkeypatch):
 
 def test_scheme_override_sets_one_knob_and_refuses_unknown_ones():
     prof = profiles.load("pixel6pro")
-    assert {"path": "/proc/sys/vm/pmr_unmap_unit_kbytes", "value": "10240"} \
+    assert {"path": "/proc/sys/vm/pmr_unmap_unit_kbytes", "value": str(prof.unmap_unit_kb)} \
         in schemes.resolve("pmr", prof).knobs
     swept = schemes.resolve("pmr@pmr_unmap_unit_kbytes=64", prof)
     assert swept.name == "pmr@pmr_unmap_unit_kbytes=64"
