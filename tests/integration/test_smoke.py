@@ -96,11 +96,15 @@ def test_pmr_wrote_victims_back_in_bulk(results):
     pages = _vmstat_delta(run_dir, "pmr_batch_pages")
     assert batches > 0, "no bulk writeback batch"
     assert _vmstat_delta(run_dir, "pmr_batch_pageout") > 0, "bulk batches paged nothing out"
+    assert pages >= batches, f"{pages} pages in {batches} batches"
     # kswapd takes up to a unit (1 MB = 256 pages on pixel5) at a time,
-    # direct reclaim at most SWAP_CLUSTER_MAX: the mean must be above it.
-    assert pages / batches > 32, f"batches of {pages / batches:.1f} pages on average"
-    trace = read_trace(run_dir / "trace.txt")
-    assert trace.named("mm_vmscan_pmr_batch"), "no mm_vmscan_pmr_batch event traced"
+    # direct reclaim at most SWAP_CLUSTER_MAX: some batch must be larger.
+    # (Not the mean: how much of the reclaim is direct depends on the load
+    # on the host; on a loaded one most batches were direct reclaim's 32.)
+    events = read_trace(run_dir / "trace.txt").named("mm_vmscan_pmr_batch")
+    assert events, "no mm_vmscan_pmr_batch event traced"
+    largest = max(int(e.fields["nr_pages"]) for e in events)
+    assert largest > 32, f"no batch above SWAP_CLUSTER_MAX (largest {largest} pages)"
 
 
 def test_writeback_time_traced_for_every_scheme(results):
