@@ -34,7 +34,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from . import profiles, report, shortfall  # noqa: E402
+from . import report, shortfall  # noqa: E402
 from .metrics import RunMetrics  # noqa: E402
 from .paper import (BASELINE, DEFAULT_DELTA, DELTA_KEY, DEVICE_SCHEMES,  # noqa: E402
                     MAIN_PROFILE, OTHER_PROFILE, UNIT_KEY, CampaignSpec, PaperPlan)
@@ -212,11 +212,17 @@ def _unmeasured_reason(h: Headline, ok: dict[str, list[Run]] | None,
     return f"no rep of both has the figure ({h.base}'s is 0 or missing)"
 
 
-def headline_ratios(collected: dict[str, Collected]) -> dict[str, dict]:
+def disk_mbps(collected: dict[str, Collected]) -> float | None:
+    """The swap disk's fio bandwidth measured by the main campaign, if any."""
     main = collected.get("main")
     bw = (main.summary or {}).get("swap_bandwidth") if main else None
-    disk_mbps = bw.get("write_mbps") if bw else None
-    return {h.key: headline_ratio(h, main.ok if main else None, disk_mbps) for h in HEADLINES}
+    return bw.get("write_mbps") if bw else None
+
+
+def headline_ratios(collected: dict[str, Collected]) -> dict[str, dict]:
+    main = collected.get("main")
+    return {h.key: headline_ratio(h, main.ok if main else None, disk_mbps(collected))
+            for h in HEADLINES}
 
 
 def _ratio_cell(r: dict) -> str:
@@ -674,16 +680,14 @@ def kernel_warnings(collected: dict[str, Collected]) -> list[str]:
             + ". Re-run the older ones (remove their directories) before comparing them."]
 
 
-def shortfall_lines(ratios: dict[str, dict], collected: dict[str, Collected]) -> list[str]:
+def shortfall_lines(p: PaperPlan, ratios: dict[str, dict],
+                    collected: dict[str, Collected]) -> list[str]:
     lines = []
-    main = collected.get("main")
     schemes = _main_schemes(collected)
-    bw = (main.summary or {}).get("swap_bandwidth") if main else None
-    unit_kb = profiles.load(MAIN_PROFILE).unmap_unit_kb
     for key, r in ratios.items():
         if r["status"] == "missed":
-            facts = shortfall.evidence(key, r["scheme"], r["base"], schemes, unit_kb=unit_kb,
-                                       disk_mbps=bw.get("write_mbps") if bw else None)
+            facts = shortfall.evidence(key, r["scheme"], r["base"], schemes,
+                                       unit_kb=p.main_unit_kb, disk_mbps=disk_mbps(collected))
             lines += [f"### {r['title']} ({r['scheme']} / {r['base']})", "",
                       f"Ours {_ratio_cell(r)}, target {_target_text(r)}, paper "
                       f"{'–' if r['paper'] is None else format(r['paper'], '.3f')}.", ""]
@@ -793,7 +797,7 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
         "Swap-out volume per run (pswpout); the paper measured PMR +12.1% over 30 minutes.", "",
         *(flash_table(schemes, main_ok) or ["The main campaign has no results yet."]), "",
         "## What fell short, and where it goes", "",
-        *shortfall_lines(ratios, collected),
+        *shortfall_lines(p, ratios, collected),
     ]
     return "\n".join(lines)
 

@@ -11,10 +11,9 @@ campaign's ok runs, scheme beside base; the interpretation is the README's.
 
 from __future__ import annotations
 
+from .profiles import PAGE_KB
 from .report import _fmt
 from .summary import get_path
-
-PAGE_KB = 4
 
 
 def _pair(schemes: dict, dotted: str, title: str, scheme: str, base: str) -> str | None:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from . import guest, guest_setup, kernel, spec
 from .errors import GuestError
+from .metrics import MB
 from .profiles import Profile
 
-MB = 2**20
 # the fio job (command line options without the leading --)
 FIO_JOB = {"rw": "write", "bs": "1M", "iodepth": 16, "ioengine": "libaio", "direct": 1,
            "ramp_time": 2, "runtime": 10, "time_based": 1}
