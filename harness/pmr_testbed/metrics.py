@@ -18,6 +18,11 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   None when it wrote nothing.
 - vmstat figures: last sample minus first sample; `allocstall` sums every
   `allocstall_<zone>` counter (one per zone type: a direct-reclaim entry).
+  `swap_writes_per_anon_freed` is pswpout / pgsteal_anon: near 1 when
+  reclaim frees what it writes to swap, above 1 when written pages are
+  touched again (or their app killed) before reclaim frees them - writes
+  that cost flash and bandwidth for nothing. None when no anon page was
+  reclaimed.
 - `reclaim_cpu_s`: threads_cpu.json summed by thread family
   (`kswapd0` + `kswapd1` -> `kswapd`, `pmr_unmap/0` -> `pmr_unmap`).
 - `swap_write_kb`: the swap device's write-request size histogram in KiB and
@@ -66,7 +71,7 @@ SECTOR_BYTES = 512
 MB = 2**20
 WINDOW_MS = 1000
 VMSTAT_DELTAS = ("pgmajfault", "pswpout", "pswpin", "pgscan_kswapd", "pgscan_direct",
-                 "pgsteal_kswapd", "pgsteal_direct")
+                 "pgsteal_kswapd", "pgsteal_direct", "pgsteal_anon")
 OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json")
 PMR_EVENTS = ("kshrinkd_wake", "pgscan_kshrinkd", "pmr_victim_added", "pmr_victim_reclaimed",
               "pmr_victim_putback", *BULK_COUNTERS)
@@ -98,6 +103,7 @@ class RunMetrics:
     pgscan_direct: int
     pgsteal_kswapd: int
     pgsteal_direct: int
+    swap_writes_per_anon_freed: float | None
     reclaim_cpu_s: dict[str, float] | None
     swap_write_kb: dict | None
     workload_s: float
@@ -156,6 +162,8 @@ def load_run(run_dir: Path) -> RunMetrics:
         pgscan_direct=vm["pgscan_direct"],
         pgsteal_kswapd=vm["pgsteal_kswapd"],
         pgsteal_direct=vm["pgsteal_direct"],
+        swap_writes_per_anon_freed=(vm["pswpout"] / vm["pgsteal_anon"]
+                                    if vm["pgsteal_anon"] else None),
         reclaim_cpu_s=None if threads is None else thread_families(threads),
         swap_write_kb=None if hist is None else swap_write_sizes(hist["bytes"]),
         workload_s=float(run["workload_s"]),

@@ -5,7 +5,8 @@ Each headline names the figures a reader checks first when it is missed
 (a response time: faults, direct reclaim, kills, how much of its goal a
 kswapd round reclaims; a peak throughput: the share of the disk, bulk batch
 size against the unit, request size; reclaim CPU: kshrinkd's scanning per
-victim, victims that went back to the LRU). Facts only, medians of the main
+victim, victims that went back to the LRU; flash writes: pages written to
+swap per anon page reclaimed). Facts only, medians of the main
 campaign's ok runs, scheme beside base; the interpretation is the README's.
 """
 
@@ -93,6 +94,7 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
             pair("kills", "LMKD kills"),
             pair("allocstall", "direct reclaims (allocstall)"),
             pair("pswpout_mb", "swap out MB"),
+            pair("swap_writes_per_anon_freed", "pages written to swap per anon page reclaimed"),
             _victims(schemes, scheme),
         ],
         "direct_reclaims": [
@@ -111,6 +113,7 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
         ],
         "flash_writes": [
             pair("pswpout_mb", "swap out MB"),
+            pair("swap_writes_per_anon_freed", "pages written to swap per anon page reclaimed"),
             pair("pgmajfault", "major faults"),
             _per(schemes, scheme, "pmr.pmr_victim_putback", "pmr.pmr_victim_added",
                  "victims put back on the LRU per victim added"),

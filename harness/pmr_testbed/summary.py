@@ -38,7 +38,8 @@ FigPath = tuple[str, ...]
 NUMBERS = ("kills", "allocstall", "pgmajfault", "pswpout_mb", "cold_launches", "hot_launches")
 # figures that may be None (no switches, no swap writes, no optional file)
 NULLABLE = ("response_ms.mean", "response_ms.p50", "response_ms.p95", "reclaim_mbps.mean",
-            "reclaim_mbps.peak", "swap_write_kb.mean", "reclaim_cpu_total")
+            "reclaim_mbps.peak", "swap_write_kb.mean", "reclaim_cpu_total",
+            "swap_writes_per_anon_freed")
 RATIO_FIGURES = ("response_ms.mean", "reclaim_mbps.peak", "kills", "allocstall",
                  "reclaim_cpu_total", "pswpout_mb")
 # per-run groups of figures, possibly nested, None where a run has none
@@ -91,6 +92,7 @@ def run_figures(m: RunMetrics) -> dict[FigPath, float | None]:
         fig |= {(group, k): v for k, v in getattr(m, group).items()}
     fig |= {(name,): getattr(m, name) for name in NUMBERS}
     fig[("reclaim_cpu_total",)] = m.reclaim_cpu_total
+    fig[("swap_writes_per_anon_freed",)] = m.swap_writes_per_anon_freed
     fig |= {("reclaim_cpu_s", t): s for t, s in (m.reclaim_cpu_s or {}).items()}
     fig[("swap_write_kb", "mean")] = m.swap_write_kb["mean"] if m.swap_write_kb else None
     fig |= {("response_by_app", app): v for app, v in m.response_by_app.items()}

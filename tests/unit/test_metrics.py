@@ -54,6 +54,14 @@ def test_vmstat_deltas_and_allocstall_over_all_zones(tmp_path):
     assert (m.pgscan_direct, m.pgsteal_direct) == (800, 300)
 
 
+def test_swap_writes_per_anon_page_reclaimed(tmp_path):
+    m = load_run(write_run(tmp_path / "r", vmstat_increments={"pswpout": 21000,
+                                                              "pgsteal_anon": 10000}))
+    assert m.swap_writes_per_anon_freed == pytest.approx(2.1)
+    none = load_run(write_run(tmp_path / "none", vmstat_increments={"pswpout": 5}))
+    assert none.swap_writes_per_anon_freed is None
+
+
 def test_switches_kills_and_launch_kinds(tmp_path):
     switches = [switch("chrome", "cold", 1000.0, 0), switch("youtube", "hot", 200.0, 0),
                 switch("chrome", "hot", 400.0, 1), switch("youtube", "cold", 600.0, 1),
