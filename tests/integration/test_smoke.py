@@ -84,8 +84,11 @@ def test_pps_filled_and_used_the_victim_list(results):
         peak = max(int(r["nr_victim"]) for r in csv.DictReader(fh))
     # kshrinkd stops adding at the target (which rises while a watermark
     # boost lasts); a batch may overshoot by its last isolation chunk
-    # (SWAP_CLUSTER_MAX pages per list it scanned).
-    assert 0 < peak <= rounds["target_max_pages"] + 4 * 32
+    # (SWAP_CLUSTER_MAX pages per list it scanned), and each reclaimer by
+    # the victims it paged out and keeps on the list while kshrinkd refills
+    # it (SWAP_CLUSTER_MAX with pmr_mode 1; kswapd and a few direct
+    # reclaimers at once).
+    assert 0 < peak <= rounds["target_max_pages"] + 4 * 32 + 4 * 32
 
 
 def test_pmr_wrote_victims_back_in_bulk(results):
