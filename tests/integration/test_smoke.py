@@ -91,6 +91,19 @@ def test_pps_filled_and_used_the_victim_list(results):
     assert 0 < peak <= rounds["target_max_pages"] + 4 * 32 + 4 * 32
 
 
+@pytest.mark.parametrize("scheme", ["pps", "pmr"])
+def test_every_victim_is_accounted_for(results, scheme):
+    """pmr.rst: pmr_victim_added = pmr_victim_reclaimed + pmr_victim_putback
+    + nr_victim, up to the per-CPU lag of nr_victim (a few dozen pages per
+    CPU); victims kept on the list after pageout count in none of them."""
+    run_dir = results / "runs" / f"{scheme}-r1"
+    flow = (_vmstat_delta(run_dir, "pmr_victim_added")
+            - _vmstat_delta(run_dir, "pmr_victim_reclaimed")
+            - _vmstat_delta(run_dir, "pmr_victim_putback"))
+    assert _vmstat_delta(run_dir, "pmr_victim_added") > 0
+    assert abs(flow - _vmstat_delta(run_dir, "nr_victim")) <= 256
+
+
 def test_pmr_wrote_victims_back_in_bulk(results):
     run_dir = results / "runs" / "pmr-r1"
     knobs = json.loads((run_dir / "run.json").read_text())["knobs"]
