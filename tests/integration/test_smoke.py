@@ -4,7 +4,8 @@ Asserts what must hold for any scheme: real swap-out, every switch recorded,
 a summary that matches the schema, and a console free of oops/BUG/WARNING;
 and for the PMR series: its KUnit suite passed at boot, under `pps`
 kshrinkd filled the victim list, reclaim took victims and the list stayed
-within its target, and under `pmr` reclaim wrote victims back in batches
+within its target, under `pps` and `pmr` every victim added was reclaimed,
+put back or is still listed, and under `pmr` reclaim wrote victims back in batches
 larger than the classic path's SWAP_CLUSTER_MAX.
 """
 
