@@ -8,6 +8,13 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
 
 - response time: `response_ms` of every `switch` event (a foreground app
   switch, the paper's "response time"); background launches are not counted.
+- `switch_kinds`: the switches split by kind - `cold` (the app had no
+  process: its first launch, or a relaunch after a kill) and `hot` - each
+  with its count, mean response time and share of the summed response time
+  of all switches; `hot.swapin_pages` is pswpin over the hot switches'
+  windows (from `t_ms - response_ms` to `t_ms`, the cumulative counter
+  linearly interpolated between vmstat samples): the swapped-out working
+  set a switch back had to read in.
 - reclaim throughput: the swap device's write throughput (the paper's
   definition, §2.2.2), from `write_sectors` (512-byte units) in diskstat.csv.
   The cumulative counter is linearly interpolated at whole seconds of
@@ -88,6 +95,7 @@ class RunMetrics:
     switches: list[dict]
     response_ms: dict[str, float | None]
     response_by_app: dict[str, float]
+    switch_kinds: dict
     cold_launches: int
     hot_launches: int
     kills: int
@@ -128,8 +136,9 @@ def load_run(run_dir: Path) -> RunMetrics:
     """Parse one run directory; raise RunError if it is not a usable result."""
     run = read_run_json(run_dir)
     events = read_events(run_dir / "events.jsonl")
+    switch_events = [e for e in events if e["type"] == "switch"]
     switches = [{k: e[k] for k in ("app", "kind", "response_ms", "round")}
-                for e in events if e["type"] == "switch"]
+                for e in switch_events]
     kills = [e for e in events if e["type"] == "kill"]
     kinds = Counter(s["kind"] for s in switches)
     vm = vmstat_deltas(run_dir / "vmstat.csv")
@@ -147,6 +156,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         switches=switches,
         response_ms=response_stats([s["response_ms"] for s in switches]),
         response_by_app=response_by_app(switches),
+        switch_kinds=switch_kinds(switch_events, vmstat),
         cold_launches=kinds["cold"],
         hot_launches=kinds["hot"],
         kills=len(kills),
@@ -224,6 +234,27 @@ def response_by_app(switches: list[dict]) -> dict[str, float]:
     for s in switches:
         by_app.setdefault(s["app"], []).append(s["response_ms"])
     return {app: float(np.mean(v)) for app, v in sorted(by_app.items())}
+
+
+def switch_kinds(switch_events: list[dict], vmstat: tuple[list[str], list[list[str]]]) -> dict:
+    """Cold and hot switches apart: count, mean response time, share of the
+    summed response time; and the pages swapped in during the hot ones."""
+    header, rows = vmstat
+    t_ms = np.array([float(r[0]) for r in rows])
+    pswpin = np.array([float(r[header.index("pswpin")]) for r in rows])
+    total = sum(e["response_ms"] for e in switch_events)
+    kinds: dict = {}
+    for kind in ("cold", "hot"):
+        times = [e["response_ms"] for e in switch_events if e["kind"] == kind]
+        kinds[kind] = {"switches": len(times),
+                       "mean_ms": float(np.mean(times)) if times else None,
+                       "share": sum(times) / total if total else None}
+    hot = [e for e in switch_events if e["kind"] == "hot"]
+    ends = np.array([float(e["t_ms"]) for e in hot])
+    starts = ends - np.array([float(e["response_ms"]) for e in hot])
+    swapins = np.interp(ends, t_ms, pswpin) - np.interp(starts, t_ms, pswpin)
+    kinds["hot"]["swapin_pages"] = int(round(float(swapins.sum())))
+    return kinds
 
 
 def read_table(path: Path) -> tuple[list[str], list[list[str]]]:

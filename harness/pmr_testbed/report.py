@@ -438,6 +438,20 @@ def cpu_table(schemes: dict[str, dict]) -> list[str]:
     return _table(["scheme", *(f"{t} s" for t in threads)], rows) if threads else []
 
 
+SWITCH_KIND_COLUMNS = [("switch_kinds.cold.switches", "cold switches"),
+                       ("switch_kinds.cold.mean_ms", "cold mean ms"),
+                       ("switch_kinds.cold.share", "cold share of response time"),
+                       ("switch_kinds.hot.switches", "hot switches"),
+                       ("switch_kinds.hot.mean_ms", "hot mean ms"),
+                       ("switch_kinds.hot.swapin_pages", "pages swapped in during hot switches")]
+
+
+def switch_kind_table(schemes: dict[str, dict]) -> list[str]:
+    """Response time split into cold and hot switches (metrics.switch_kinds)."""
+    rows = _rows(schemes, SWITCH_KIND_COLUMNS, lambda e: e.get("switch_kinds"))
+    return _table(["scheme", *(title for _, title in SWITCH_KIND_COLUMNS)], rows) if rows else []
+
+
 PMR_COLUMNS = [("pmr.kshrinkd_wake", "kshrinkd wake-ups"), ("pmr.pgscan_kshrinkd", "pages scanned"),
                ("pmr.pmr_victim_added", "victims added"),
                ("pmr.pmr_victim_reclaimed", "victims reclaimed"),
@@ -604,6 +618,12 @@ def render_markdown(s: dict) -> str:
               "Reclaim CPU is the kernel reclaim threads' CPU time; swap out is pswpout.", "",
               *headline_table(s["schemes"]), ""]
     lines += [*disk_share_lines(s), ""]
+    if kinds := switch_kind_table(s["schemes"]):
+        lines += ["Response time by kind of switch: cold, the app had no process (its first "
+                  "launch, or a relaunch after a kill); hot, it had one. The share is of the "
+                  "summed response time of all switches; the swap-ins are pswpin over the hot "
+                  "switches' windows, the swapped-out working set they read back.", "",
+                  *kinds, ""]
     if cpu := cpu_table(s["schemes"]):
         lines += ["Reclaim CPU seconds by thread family:", "", *cpu, ""]
     if pmr := pmr_table(s["schemes"]):

@@ -2,8 +2,9 @@
 bear on it, for paper.md's "What fell short" section (paper_report.py).
 
 Each headline names the figures a reader checks first when it is missed
-(a response time: faults, direct reclaim, kills, how much of its goal a
-kswapd round reclaims; a peak throughput: the share of the disk, bulk batch
+(a response time: the cold launches' share of it, the swap-ins of the hot
+switches, faults, direct reclaim, kills, how much of its goal a kswapd
+round reclaims; a peak throughput: the share of the disk, bulk batch
 size against the unit, request size; reclaim CPU: kshrinkd's scanning per
 victim, victims that went back to the LRU; flash writes: pages written to
 swap per anon page reclaimed). Facts only, medians of the main
@@ -75,6 +76,10 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
     pair = lambda dotted, title: _pair(schemes, dotted, title, scheme, base)  # noqa: E731
     facts: dict[str, list[str | None]] = {
         "response_time": [
+            pair("switch_kinds.cold.share", "cold launches' share of the summed response time"),
+            pair("switch_kinds.cold.mean_ms", "cold launch mean ms"),
+            pair("switch_kinds.hot.mean_ms", "hot switch mean ms"),
+            pair("switch_kinds.hot.swapin_pages", "pages swapped in during hot switches"),
             pair("response_ms.p95", "response p95 ms"),
             pair("pgmajfault", "major faults"),
             pair("allocstall", "direct reclaims (allocstall)"),

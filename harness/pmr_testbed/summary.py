@@ -43,7 +43,7 @@ NULLABLE = ("response_ms.mean", "response_ms.p50", "response_ms.p95", "reclaim_m
 RATIO_FIGURES = ("response_ms.mean", "reclaim_mbps.peak", "kills", "allocstall",
                  "reclaim_cpu_total", "pswpout_mb")
 # per-run groups of figures, possibly nested, None where a run has none
-NESTED = ("pmr", "writeback", "bulk", "kswapd_rounds")
+NESTED = ("switch_kinds", "pmr", "writeback", "bulk", "kswapd_rounds")
 # groups that every scheme with ok runs has, as an object or null
 OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds")
 TOP_LEVEL = ("scenario", "profile", "dilation", "kernel", "qemu", "guest", "reps", "seed",

@@ -78,6 +78,25 @@ def test_switches_kills_and_launch_kinds(tmp_path):
     assert m.kills_by_reason == {"low_swap_and_thrashing": 2, "critical_pressure": 1}
 
 
+def test_switch_kinds_split_response_and_count_hot_swapins(tmp_path):
+    # samples every 100 ms over 3 s, pswpin rising 1 page per ms
+    switches = [switch("chrome", "cold", 900.0, 0, t_ms=1000),
+                switch("youtube", "hot", 400.0, 0, t_ms=2000),
+                switch("chrome", "hot", 200.0, 1, t_ms=2900)]
+    m = load_run(write_run(tmp_path / "r", switches=switches,
+                           vmstat_increments={"pswpin": 3000}))
+    assert m.switch_kinds["cold"] == pytest.approx({"switches": 1, "mean_ms": 900.0,
+                                                    "share": 0.6})
+    assert m.switch_kinds["hot"] == pytest.approx({"switches": 2, "mean_ms": 300.0,
+                                                   "share": 0.4, "swapin_pages": 600})
+
+
+def test_switch_kinds_without_hot_switches(tmp_path):
+    m = load_run(write_run(tmp_path / "r", switches=[switch("chrome", "cold", 500.0)]))
+    assert m.switch_kinds["hot"] == {"switches": 0, "mean_ms": None, "share": 0.0,
+                                     "swapin_pages": 0}
+
+
 @pytest.mark.parametrize("name, family", [("kswapd0", "kswapd"), ("kswapd12", "kswapd"),
                                           ("kshrinkd0", "kshrinkd"), ("pmr_unmap/1", "pmr_unmap"),
                                           ("pmr_unmap", "pmr_unmap")])

@@ -61,6 +61,11 @@ def test_report_writes_markdown_and_four_plots(tmp_path):
     ratio_row = next(line for line in versus.splitlines() if line.startswith("| pmr |"))
     assert f"{2.5 / 6.5:.2f}" in ratio_row
     assert "Failed runs (1)" in md and "exited with status 1" in md
+    # pmr's switches: one cold of 450 ms; hot 151 (rep 1) or 152 (rep 2), 125, 175 ms
+    kinds = md.split("Response time by kind of switch")[1].split("Reclaim CPU seconds")[0]
+    pmr_kinds = next(line for line in kinds.splitlines() if line.startswith("| pmr |"))
+    assert pmr_kinds == ("| pmr | 1 [1, 1] | 450 [450, 450] | 0.50 [0.50, 0.50] | 3 [3, 3] | "
+                         "150 [150, 151] | 0 [0, 0] |")
     assert "factor 3.20" in md and "swap_bps_write 400.0 MB/s" in md
 
 
