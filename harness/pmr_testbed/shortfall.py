@@ -4,10 +4,10 @@ bear on it, for paper.md's "What fell short" section (paper_report.py).
 Each headline names the figures a reader checks first when it is missed
 (a response time: the cold launches' share of it, the swap-ins of the hot
 switches, faults, direct reclaim, kills, how much of its goal a kswapd
-round reclaims; a peak throughput: the share of the disk, bulk batch
-size against the unit, request size; reclaim CPU: kshrinkd's scanning per
-victim, victims that went back to the LRU; flash writes: pages written to
-swap per anon page reclaimed). Facts only, medians of the main
+round reclaims; a peak throughput: the share of the disk and the ratio
+the disk allows, bulk batch size against the unit, request size; reclaim
+CPU: kshrinkd's scanning per victim, victims that went back to the LRU;
+flash writes: pages written to swap per anon page reclaimed). Facts only, medians of the main
 campaign's ok runs, scheme beside base; the interpretation is the README's.
 """
 
@@ -67,6 +67,15 @@ def _disk(schemes: dict, scheme: str, base: str, disk_mbps: float | None) -> str
     return f"peak against the disk's {_fmt(disk_mbps)} MB/s (fio): " + ", ".join(parts)
 
 
+def _ceiling(schemes: dict, base: str, disk_mbps: float | None) -> str | None:
+    """What the disk allows a peak ratio to reach: its bandwidth over base's peak."""
+    peak = get_path(schemes.get(base, {}), "reclaim_mbps.peak")
+    if not disk_mbps or not peak:
+        return None
+    return (f"the disk caps the peak ratio against {base} at {disk_mbps / peak:.2f} "
+            f"({_fmt(disk_mbps)} MB/s over {base}'s {_fmt(peak)} MB/s)")
+
+
 def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: float | None = None,
              unit_kb: int | None = None) -> list[str]:
     """Bullet lines (without the bullet) for headline `key`; empty when the
@@ -88,6 +97,7 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
         ],
         "throughput": [
             _disk(schemes, scheme, base, disk_mbps),
+            _ceiling(schemes, base, disk_mbps),
             pair("reclaim_mbps.mean", "mean reclaim MB/s over writing seconds"),
             _batches(schemes, scheme, unit_kb),
             pair("swap_write_kb.mean", "mean swap write KiB"),
