@@ -7,8 +7,9 @@ switches, faults, direct reclaim, kills, how much of its goal a kswapd
 round reclaims; a peak throughput: the share of the disk and the ratio
 the disk allows, bulk batch size against the unit, request size; reclaim
 CPU: kshrinkd's scanning per victim, victims that went back to the LRU;
-flash writes: pages written to swap per anon page reclaimed). Facts only, medians of the main
-campaign's ok runs, scheme beside base; the interpretation is the README's.
+flash writes: pages written to swap per anon page reclaimed). Facts only,
+medians of the main campaign's ok runs, scheme beside base; the
+interpretation is the README's.
 """
 
 from __future__ import annotations

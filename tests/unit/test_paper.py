@@ -385,7 +385,8 @@ def test_met_and_missed_in_the_table_and_the_shortfalls(main_3reps, tmp_path):
                       "reclaim CPU (kswapd + kshrinkd)"]
     peak = short.split("### peak reclaim throughput")[1].split("###")[0]
     assert "- peak against the disk's 50.0 MB/s (fio): pmr 3" in peak
-    assert "- the disk caps the peak ratio against original at " in peak
+    assert re.search(r"^- the disk caps the peak ratio against original at \d+\.\d\d "
+                     r"\(50\.0 MB/s over original's [\d.]+ MB/s\)$", peak, re.M)
     cpu = short.split("### reclaim CPU")[1].split("###")[0]
     assert "- kswapd CPU s: pmr 6.00, original 10.0" in cpu
     assert "- `devices`: not run yet" in short
