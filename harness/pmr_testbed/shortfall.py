@@ -4,12 +4,12 @@ bear on it, for paper.md's "What fell short" section (paper_report.py).
 Each headline names the figures a reader checks first when it is missed
 (a response time: the cold launches' share of it, the swap-ins of the hot
 switches, faults, direct reclaim, kills, how much of its goal a kswapd
-round reclaims; a peak throughput: the share of the disk and the ratio
-the disk allows, bulk batch size against the unit, request size; reclaim
-CPU: kshrinkd's scanning per victim, victims that went back to the LRU;
-flash writes: pages written to swap per anon page reclaimed). Facts only,
-medians of the main campaign's ok runs, scheme beside base; the
-interpretation is the README's.
+round reclaims; kills: lmkd's reasons for them; a peak throughput: the
+share of the disk and the ratio the disk allows, bulk batch size against
+the unit, request size; reclaim CPU: kshrinkd's scanning per victim,
+victims that went back to the LRU; flash writes: pages written to swap
+per anon page reclaimed). Facts only, medians of the main campaign's ok
+runs, scheme beside base; the interpretation is the README's.
 """
 
 from __future__ import annotations
@@ -68,6 +68,16 @@ def _disk(schemes: dict, scheme: str, base: str, disk_mbps: float | None) -> str
     return f"peak against the disk's {_fmt(disk_mbps)} MB/s (fio): " + ", ".join(parts)
 
 
+def _kill_reasons(schemes: dict, scheme: str, base: str) -> str | None:
+    """lmkd's reasons for the kills, median count per reason, scheme beside base."""
+    parts = []
+    for name in (scheme, base):
+        reasons = schemes.get(name, {}).get("kills_by_reason") or {}
+        if reasons:
+            parts.append(f"{name} " + ", ".join(f"{r} {_fmt(n)}" for r, n in sorted(reasons.items())))
+    return "LMKD kills by reason: " + "; ".join(parts) if parts else None
+
+
 def _ceiling(schemes: dict, base: str, disk_mbps: float | None) -> str | None:
     """What the disk allows a peak ratio to reach: its bandwidth over base's peak."""
     peak = get_path(schemes.get(base, {}), "reclaim_mbps.peak")
@@ -108,6 +118,7 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
         ],
         "kills": [
             pair("kills", "LMKD kills"),
+            _kill_reasons(schemes, scheme, base),
             pair("allocstall", "direct reclaims (allocstall)"),
             pair("pswpout_mb", "swap out MB"),
             pair("swap_writes_per_anon_freed", "pages written to swap per anon page reclaimed"),

@@ -96,6 +96,7 @@ def run_figures(m: RunMetrics) -> dict[FigPath, float | None]:
     fig |= {("reclaim_cpu_s", t): s for t, s in (m.reclaim_cpu_s or {}).items()}
     fig[("swap_write_kb", "mean")] = m.swap_write_kb["mean"] if m.swap_write_kb else None
     fig |= {("response_by_app", app): v for app, v in m.response_by_app.items()}
+    fig |= {("kills_by_reason", reason): n for reason, n in m.kills_by_reason.items()}
     for group in NESTED:
         fig |= _flatten((group,), getattr(m, group))
     return fig
@@ -157,7 +158,9 @@ def scheme_entry(runs: list[Run]) -> dict:
     paths = list(dict.fromkeys(p for fig in per_run for p in fig))
     spread: dict[str, dict] = {}
     for path in paths:
-        values = [fig.get(path) for fig in per_run]
+        # a run without kills for a reason had 0 of them
+        missing = 0 if path[0] == "kills_by_reason" else None
+        values = [fig.get(path, missing) for fig in per_run]
         _set(entry, path, _median(values))
         present = [v for v in values if v is not None]
         if len(runs) > 1 and present:

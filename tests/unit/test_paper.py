@@ -14,7 +14,7 @@ import pytest
 
 from fakerun import (ramp, PMR_VMSTAT_KEYS, CutOff, fake_campaign_runner, kswapd_round, switch,
                      trace_line, trace_text, write_campaign, write_run, writeback_time)
-from pmr_testbed import paper, paper_report, paths, profiles, report
+from pmr_testbed import paper, paper_report, paths, profiles, report, shortfall
 from pmr_testbed.errors import UserError
 from pmr_testbed.sweep import parse_name
 
@@ -393,6 +393,16 @@ def test_met_and_missed_in_the_table_and_the_shortfalls(main_3reps, tmp_path):
     assert "`main`: 1 failed runs" in short
 
 
+def test_kill_shortfall_names_lmkd_reasons():
+    schemes = {"pmr": {"kills": 10, "kills_by_reason": {"low_mem_and_swap": 9,
+                                                         "low_swap_and_thrashing": 1}},
+               "original": {"kills": 9, "kills_by_reason": {"low_mem_and_swap": 9}}}
+    lines = shortfall.evidence("kills", "pmr", "original", schemes)
+    assert "LMKD kills: pmr 10, original 9" in lines
+    assert ("LMKD kills by reason: pmr low_mem_and_swap 9, low_swap_and_thrashing 1; "
+            "original low_mem_and_swap 9") in lines
+
+
 def test_a_scheme_the_mode_did_not_run_is_not_measured(quick_out):
     p, _, _ = quick_out
     s = json.loads((p.out / "paper_summary.json").read_text())
@@ -479,3 +489,4 @@ def test_campaigns_of_the_same_name_get_their_own_disk_images(tmp_path):
     b = campaign.disk_dir(tmp_path / "two" / "main", "pmr-r1")
     assert a != b and a.name == b.name == "pmr-r1" and a.parent.name.startswith("main-")
     assert campaign.disk_dir(tmp_path / "one" / "main", "pmr-r1") == a
+

@@ -49,6 +49,16 @@ def test_median_min_max_and_summed_hist(tmp_path):
     assert validate_summary(s) == []
 
 
+def test_kills_by_reason_count_zero_in_runs_without_them(tmp_path):
+    results = _results(tmp_path, {"original": [0, 2, 3]})
+    write_run(results / "runs" / "original-r3",
+              kills=[KILL, KILL, kill("opera", "low_mem_and_swap")])
+    e = write_summary(results)["schemes"]["original"]
+    # low_swap_and_thrashing: 0, 2, 2 -> 2; low_mem_and_swap: 0, 0, 1 -> 0
+    assert e["kills_by_reason"] == {"low_swap_and_thrashing": 2, "low_mem_and_swap": 0}
+    assert e["spread"]["kills_by_reason.low_mem_and_swap"] == {"min": 0, "max": 1}
+
+
 def test_single_run_has_no_spread(tmp_path):
     s = write_summary(_results(tmp_path, {"original": [4]}))
     assert "spread" not in s["schemes"]["original"]
