@@ -596,6 +596,19 @@ def disk_share_lines(s: dict) -> list[str]:
             + (", ".join(shares) if shares else "–") + "."]
 
 
+def kill_reasons(name: str, entry: dict) -> str | None:
+    """"pmr low_mem_and_swap 9, ...": a scheme's median kills per lmkd reason."""
+    reasons = entry.get("kills_by_reason")
+    if not reasons:
+        return None
+    return f"{name} " + ", ".join(f"{r} {_fmt(n)}" for r, n in sorted(reasons.items()))
+
+
+def kill_reason_lines(schemes: dict[str, dict]) -> list[str]:
+    parts = [text for name, e in schemes.items() if (text := kill_reasons(name, e))]
+    return ["LMKD kills by reason (median per reason): " + "; ".join(parts) + "."] if parts else []
+
+
 def render_markdown(s: dict) -> str:
     k = s["kernel"]
     series = ", ".join(f"`{p}`" for p in k["series"]) or "none"
@@ -618,6 +631,8 @@ def render_markdown(s: dict) -> str:
               "Reclaim CPU is the kernel reclaim threads' CPU time; swap out is pswpout.", "",
               *headline_table(s["schemes"]), ""]
     lines += [*disk_share_lines(s), ""]
+    if reasons := kill_reason_lines(s["schemes"]):
+        lines += [*reasons, ""]
     if kinds := switch_kind_table(s["schemes"]):
         lines += ["Response time by kind of switch: cold, the app had no process (its first "
                   "launch, or a relaunch after a kill); hot, it had one. The share is of the "

@@ -15,7 +15,7 @@ runs, scheme beside base; the interpretation is the README's.
 from __future__ import annotations
 
 from .profiles import PAGE_KB
-from .report import _fmt
+from .report import _fmt, kill_reasons
 from .summary import get_path
 
 
@@ -69,12 +69,7 @@ def _disk(schemes: dict, scheme: str, base: str, disk_mbps: float | None) -> str
 
 
 def _kill_reasons(schemes: dict, scheme: str, base: str) -> str | None:
-    """lmkd's reasons for the kills, median count per reason, scheme beside base."""
-    parts = []
-    for name in (scheme, base):
-        reasons = schemes.get(name, {}).get("kills_by_reason") or {}
-        if reasons:
-            parts.append(f"{name} " + ", ".join(f"{r} {_fmt(n)}" for r, n in sorted(reasons.items())))
+    parts = [text for name in (scheme, base) if (text := kill_reasons(name, schemes.get(name, {})))]
     return "LMKD kills by reason: " + "; ".join(parts) if parts else None
 
 

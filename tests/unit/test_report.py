@@ -67,6 +67,9 @@ def test_report_writes_markdown_and_four_plots(tmp_path):
     assert pmr_kinds == ("| pmr | 1 [1, 1] | 450 [450, 450] | 0.50 [0.50, 0.50] | 3 [3, 3] | "
                          "150 [150, 151] | 0 [0, 0] |")
     assert "factor 3.20" in md and "swap_bps_write 400.0 MB/s" in md
+    # kills 6/7, 4/5 and 2/3 by rep, all for one reason
+    assert ("LMKD kills by reason (median per reason): original low_swap_and_thrashing 6.50; "
+            "mglru low_swap_and_thrashing 4.50; pmr low_swap_and_thrashing 2.50.") in md
 
 
 def test_report_without_failures_or_baseline_data(tmp_path):
