@@ -43,7 +43,7 @@ def test_quick_plan(tmp_path):
     # default delta (3x) and pixel6pro's own unit, which are not run again
     assert p.reuse_main and p.main_unit_kb == profiles.load("pixel6pro").unmap_unit_kb
     assert by_name["delta"].schemes == tuple(d.scheme for d in p.delta if d.multiple != 3)
-    own = profiles.load("pixel6pro").unmap_unit_kb
+    own = p.main_unit_kb
     assert own in (1024, 4096, 16384)
     assert by_name["unit-pixel6pro"].schemes == tuple(
         f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (1024, 4096, 16384) if kb != own)
@@ -489,4 +489,3 @@ def test_campaigns_of_the_same_name_get_their_own_disk_images(tmp_path):
     b = campaign.disk_dir(tmp_path / "two" / "main", "pmr-r1")
     assert a != b and a.name == b.name == "pmr-r1" and a.parent.name.startswith("main-")
     assert campaign.disk_dir(tmp_path / "one" / "main", "pmr-r1") == a
-
