@@ -305,8 +305,10 @@ def victim_targets(trace: Trace) -> tuple[list[float], list[float]]:
 def pmr_figures(vmstat: Table, trace: Trace | None) -> dict | None:
     """PMR's counters over the run, or None if the kernel has no PMR.
 
-    `target_mb` is the victim target kshrinkd worked to (from its round
-    tracepoint; None if it never ran or the run was not traced)."""
+    `target_mb` is the victim target kshrinkd worked to and `kshrinkd_fill`
+    what its rounds added against their batch, median and largest (from
+    its round tracepoint; None if it never ran or the run was not
+    traced)."""
     header, rows = vmstat
     if "nr_victim" not in header:
         return None
@@ -317,7 +319,8 @@ def pmr_figures(vmstat: Table, trace: Trace | None) -> dict | None:
     return {**events, "nr_victim_mb": {"mean": float(victim_mb.mean()), "min": float(victim_mb.min()),
                                        "max": float(victim_mb.max()), "last": float(victim_mb[-1])},
             "kshrinkd_rounds": rounds["rounds"] if rounds else 0,
-            "target_mb": rounds["target_pages"] * PAGE_BYTES / MB if rounds else None}
+            "target_mb": rounds["target_pages"] * PAGE_BYTES / MB if rounds else None,
+            "kshrinkd_fill": rounds["fill"] if rounds else None}
 
 
 def reclaim_throughput(path: Path, swap_dev: str) -> tuple[list[float], list[float]]:

@@ -458,7 +458,9 @@ PMR_COLUMNS = [("pmr.kshrinkd_wake", "kshrinkd wake-ups"), ("pmr.pgscan_kshrinkd
                ("pmr.pmr_victim_putback", "victims put back"),
                ("pmr.nr_victim_mb.mean", "victim list mean MB"),
                ("pmr.nr_victim_mb.min", "min MB"), ("pmr.nr_victim_mb.max", "max MB"),
-               ("pmr.nr_victim_mb.last", "at end MB"), ("pmr.target_mb", "target MB")]
+               ("pmr.nr_victim_mb.last", "at end MB"), ("pmr.target_mb", "target MB"),
+               ("pmr.kshrinkd_fill.median", "round added / asked, median"),
+               ("pmr.kshrinkd_fill.max", "max")]
 # PMR part 2's counters: columns only when some scheme's kernel has them
 PMR_BULK_COLUMNS = [("pmr.pmr_batch", "bulk batches"), ("pmr.pmr_batch_pages", "batch pages"),
                     ("pmr.pmr_batch_pageout", "batch pageouts"),

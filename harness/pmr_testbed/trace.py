@@ -92,15 +92,21 @@ def read_trace(path: Path) -> Trace | None:
 
 
 def kshrinkd_rounds(trace: Trace) -> dict | None:
-    """kshrinkd's rounds: count, pages added, and the victim target it worked
-    to (the median and the largest of the rounds' `target`, pages; it rises
-    while a watermark boost lasts), or None without rounds."""
+    """kshrinkd's rounds: count, pages added, the victim target it worked to
+    (the median and the largest of the rounds' `target`, pages; it rises
+    while a watermark boost lasts), and how far a round's additions went
+    past its batch (`fill`: nr_added / nr_to_shrink, median and largest over
+    the rounds asked for something; None if none was); or None without
+    rounds."""
     rounds = trace.named("mm_vmscan_kshrinkd_round")
     if not rounds:
         return None
     targets = sorted(int(e.fields["target"]) for e in rounds)
+    fills = sorted(int(e.fields["nr_added"]) / int(e.fields["nr_to_shrink"])
+                   for e in rounds if int(e.fields["nr_to_shrink"]) > 0)
     return {"rounds": len(rounds),
             "added": sum(int(e.fields["nr_added"]) for e in rounds),
             "scanned": sum(int(e.fields["nr_scanned"]) for e in rounds),
             "target_pages": targets[len(targets) // 2],
-            "target_max_pages": targets[-1]}
+            "target_max_pages": targets[-1],
+            "fill": {"median": fills[len(fills) // 2], "max": fills[-1]} if fills else None}

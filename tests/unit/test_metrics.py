@@ -156,10 +156,12 @@ def test_pmr_figures_only_on_a_pmr_kernel(tmp_path):
     assert fig["kshrinkd_wake"] == 3 and "pmr_victim_putback" not in fig
     assert fig["nr_victim_mb"] == {"mean": 1.0, "min": 0.0, "max": 2.0, "last": 0.0}
     assert fig["target_mb"] is None and fig["kshrinkd_rounds"] == 0
+    assert fig["kshrinkd_fill"] is None
     trace = parse_trace("# start_mono_s=0\n k-1 [000] ..... 1.0: mm_vmscan_kshrinkd_round: "
                         "nid=0 nr_to_shrink=1 nr_scanned=2 nr_added=1 nr_victim=1 target=768\n")
     fig = pmr_figures(read_table(pmr), trace)
     assert fig["target_mb"] == 3.0 and fig["kshrinkd_rounds"] == 1
+    assert fig["kshrinkd_fill"] == {"median": 1.0, "max": 1.0}
     assert victim_series(read_table(pmr)) == ([0.0, 0.1, 0.2], [1.0, 2.0, 0.0])
     assert victim_series(read_table(plain)) == ([], [])
 

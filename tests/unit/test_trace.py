@@ -31,8 +31,12 @@ def test_events_on_the_workload_time_axis():
 def test_kshrinkd_rounds_sum_and_median_target():
     rounds = kshrinkd_rounds(parse_trace(TRACE))
     assert rounds == {"rounds": 3, "added": 4050, "scanned": 5100, "target_pages": 12288,
-                      "target_max_pages": 12288}
+                      "target_max_pages": 12288,
+                      "fill": {"median": 4000 / 4096, "max": 4000 / 4096}}
     assert kshrinkd_rounds(parse_trace("# start_mono_s=1.0\n")) is None
+    # a round asked for nothing does not count towards the fill
+    only_empty = "# start_mono_s=100.5\n" + TRACE.splitlines()[-2] + "\n"
+    assert kshrinkd_rounds(parse_trace(only_empty))["fill"] is None
 
 
 def test_events_without_a_start_are_refused():
