@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import guest, guest_setup, kernel, paths, profiles, scenarios, schemes, spec
+from . import guest, guest_setup, kernel, kernel_profile, paths, profiles, scenarios, schemes, spec
 from . import swap_bandwidth
 from .errors import GuestError, UserError
 
@@ -37,6 +37,7 @@ class CampaignRequest:
     flavour: str = "testbed"
     rounds: int | None = None   # overrides the scenario's rounds (quick runs, sweeps)
     swap_bandwidth: bool = True  # end with the fio boot (swap_bandwidth.py)
+    perf_hz: int = 0  # perf in the guest at this rate (kernel_profile.py); 0: off
 
 
 def _data_disk_mb(guest_spec: dict) -> int:
@@ -69,6 +70,7 @@ def plan(req: CampaignRequest) -> Plan:
     scheme_list = schemes.parse_list(req.schemes, profile)
     if req.reps < 1:
         raise UserError(f"--reps must be at least 1, got {req.reps}")
+    kernel_profile.check(req.perf_hz)
     guest_setup.check_host(profile)
     if req.out.exists() and any(req.out.iterdir()):
         raise UserError(f"results directory {req.out} is not empty: pick a new --out")
@@ -153,7 +155,9 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
         for d in (swap, data):
             guest.create_disk(d)
         res = guest.boot(image.bzimage,
-                         exec_cmd=f"{paths.RUNTIME_BIN} run --spec {run_dir / 'spec.json'}",
+                         exec_cmd=kernel_profile.wrap(
+                             f"{paths.RUNTIME_BIN} run --spec {run_dir / 'spec.json'}",
+                             run_dir, req.perf_hz),
                          console_path=run_dir / "console.log",
                          deadline_s=(scenario.deadline_s + guest_setup.BOOT_SLACK_S) * slowdown,
                          ram_mb=profile.guest_ram_mb, cpus=profile.cpus, accel=accel,
@@ -174,3 +178,4 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
     if status.get("status") != "ok":
         raise GuestError(f"guest run did not report success (run.json: {status or 'missing'})",
                          guest.tail(res.console))
+    kernel_profile.report(run_dir, image.vmlinux)

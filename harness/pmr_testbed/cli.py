@@ -50,10 +50,14 @@ def run(
     out: Path = typer.Option(None, help="results directory (default results/<scenario>-<profile>-<time>)"),
     flavour: str = typer.Option("testbed", help="kernel flavour: testbed or debug"),
     rounds: int = typer.Option(None, help="override the scenario's rounds (quick runs, sweeps)"),
+    perf_hz: int = typer.Option(0, help="profile the guest with perf at this rate (Hz) into "
+                                        "each run's perf-reclaim.txt; 0: off. Slows the guest: "
+                                        "explains a comparison, does not belong in one"),
 ) -> None:
     """Run a scenario on a profile for each scheme, then write summary.json and the report."""
     out = out or paths.RESULTS_DIR / f"{scenario}-{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
-    req = campaign.CampaignRequest(scenario, profile, schemes, reps, seed, out, flavour, rounds)
+    req = campaign.CampaignRequest(scenario, profile, schemes, reps, seed, out, flavour, rounds,
+                                   perf_hz=perf_hz)
     plan = campaign.plan(req)
     with _runs_progress(reps * len(plan.schemes)) as (progress, _):
         result = campaign.run(plan, progress)

@@ -57,7 +57,8 @@ def _host_bench() -> dict:
 
 def _key(kernel_version: str, accel: str) -> str:
     digest = hashlib.sha256(paths.RUNTIME_BIN.read_bytes()).hexdigest()[:12]
-    return f"{kernel_version}|{accel}|{digest}|{guest._cpu_model()}"
+    boot_args = " ".join(guest.TCG_BOOT_ARGS) if accel == "tcg" else ""
+    return f"{kernel_version}|{accel}|{boot_args}|{digest}|{guest._cpu_model()}"
 
 
 def measure(kernel: Path, kernel_version: str, accel: str, *, cpus: int = 2,

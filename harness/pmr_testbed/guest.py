@@ -158,6 +158,16 @@ def _cpu_model() -> str:
     return "unknown"
 
 
+# Under TCG the guest's kernel finds its vCPUs' TSCs unsynchronized and
+# falls back to the HPET, whose every read is an emulated MMIO access (and
+# a system call, with no vDSO): a few microseconds each, where a phone's
+# arm64 timer takes tens of nanoseconds. Reclaim's timing tracepoints read
+# the clock per folio, so with the HPET 45% of kswapd's CPU time went to
+# read_hpet() (perf, `pmrtb run --perf-hz`). QEMU's TSC is the host's,
+# which is synchronized: trust it.
+TCG_BOOT_ARGS = ["tsc=reliable"]
+
+
 @dataclass
 class BootResult:
     returncode: int
@@ -171,6 +181,7 @@ def vng_command(kernel: Path, *, exec_cmd: str | None, ram_mb: int, cpus: int, a
            "--cpus", str(cpus), "--memory", f"{ram_mb}M", "--cwd", str(paths.ROOT)]
     if accel == "tcg":
         cmd.append("--disable-kvm")
+        append = TCG_BOOT_ARGS + list(append or [])
     for d in rwdirs:
         cmd += ["--rwdir", str(d)]
     qemu: list[str] = []

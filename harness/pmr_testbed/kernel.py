@@ -57,6 +57,11 @@ class KernelImage:
     version: str
     series: list[str]
 
+    @property
+    def vmlinux(self) -> Path:
+        """The image's symbols (perf report, kernel_profile.py)."""
+        return self.bzimage.parents[3] / "vmlinux"
+
     def as_dict(self) -> dict:
         return {"flavour": self.flavour, "version": self.version, "series": self.series}
 

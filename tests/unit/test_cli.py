@@ -29,6 +29,8 @@ def pmrtb(*args, cwd=ROOT):
      "--rounds must be at least 1"),
     (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr@nope=1"],
      "scheme pmr has no knob 'nope'"),
+    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr", "--perf-hz", "5000"],
+     "--perf-hz must be 0 (off) to 1000"),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, args, message):
     out = tmp_path / "out"

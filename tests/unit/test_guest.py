@@ -54,6 +54,17 @@ def test_vng_command_uses_tcg_when_told(tmp_path):
     assert "--disable-kvm" not in kvm
 
 
+def test_tcg_guests_trust_the_tsc_and_keep_their_own_args():
+    def appended(cmd):
+        return [cmd[i + 1] for i, a in enumerate(cmd) if a == "--append"]
+    tcg = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
+                            accel="tcg", rwdirs=[], disks=[], append=["no5lvl"])
+    assert appended(tcg) == ["tsc=reliable", "no5lvl"]
+    kvm = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
+                            accel="kvm", rwdirs=[], disks=[], append=["no5lvl"])
+    assert appended(kvm) == ["no5lvl"]
+
+
 def test_forced_accel_is_validated(monkeypatch):
     monkeypatch.setenv("PMR_ACCEL", "hvf")
     with pytest.raises(UserError, match="PMR_ACCEL"):

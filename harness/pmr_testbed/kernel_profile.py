@@ -1,0 +1,97 @@
+"""Where the reclaim threads' CPU time goes: perf in the guest (`pmrtb run
+--perf-hz N`).
+
+The guest runs the workload under `perf record -a -g` (the host's perf,
+which the guest sees through the read-only root), sampling the CPU clock
+(TCG has no PMU) into the run's `perf.data`. Once the guest is down, the
+host reads it against the kernel's `vmlinux` and writes `perf-reclaim.txt`:
+for each reclaim thread, the share of its samples each kernel function was
+running in (self) and was on the stack for (total). The CPU clock cannot
+interrupt code that runs with interrupts off: time under the LRU lock shows
+as the unlock's. Sampling slows the guest, so profiled
+runs explain a comparison, they do not belong in one.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import Iterator
+
+from .errors import UserError
+from .spec import RECLAIM_THREADS
+
+PERF_DATA = "perf.data"
+REPORT = "perf-reclaim.txt"
+MAX_HZ = 1000
+# Below this share of a thread's samples, a function or chain is left out.
+PERCENT_LIMIT = 0.5
+
+
+def check(hz: int) -> None:
+    """A valid --perf-hz (0: off) and, if on, perf on the host."""
+    if not 0 <= hz <= MAX_HZ:
+        raise UserError(f"--perf-hz must be 0 (off) to {MAX_HZ}, got {hz}")
+    if hz and not shutil.which("perf"):
+        raise UserError("perf not found: run `make setup` (Debian package linux-perf)")
+
+
+def wrap(cmd: str, run_dir: Path, hz: int) -> str:
+    """`cmd` under perf record, which exits with cmd's status."""
+    if not hz:
+        return cmd
+    perf = shutil.which("perf") or "perf"
+    return (f"{perf} record -q -a -g -e cpu-clock -F {hz} --no-buildid --no-buildid-cache "
+            f"-o {run_dir / PERF_DATA} -- {cmd}")
+
+
+def _stacks(perf_data: Path, vmlinux: Path) -> Iterator[tuple[str, list[str]]]:
+    """(thread name, functions from the sampled one to the outermost) per sample."""
+    out = subprocess.run(["perf", "script", "-i", str(perf_data), "--vmlinux", str(vmlinux),
+                          "-F", "comm,tid,ip,sym"],
+                         capture_output=True, text=True, check=True).stdout
+    for block in out.split("\n\n"):
+        lines = block.strip("\n").splitlines()
+        if not lines or not lines[0].strip():
+            continue
+        comm = lines[0].rsplit(None, 1)[0].strip()
+        yield comm, [ln.split(None, 1)[1] if len(ln.split(None, 1)) == 2 else "[unknown]"
+                     for ln in lines[1:]]
+
+
+def profile(perf_data: Path, vmlinux: Path) -> dict:
+    """Per reclaim thread: samples, and per function the samples it was
+    running in (self) and on the stack of (total)."""
+    threads: dict[str, dict] = {}
+    for comm, stack in _stacks(perf_data, vmlinux):
+        if not comm.startswith(tuple(RECLAIM_THREADS)):
+            continue
+        t = threads.setdefault(comm, {"samples": 0, "self": Counter(), "total": Counter()})
+        t["samples"] += 1
+        if stack:
+            t["self"][stack[0]] += 1
+        t["total"].update(set(stack))
+    return threads
+
+
+def _table(counts: Counter, samples: int) -> list[str]:
+    return [f"  {100 * n / samples:5.1f}%  {fn}" for fn, n in counts.most_common()
+            if 100 * n / samples >= PERCENT_LIMIT]
+
+
+def report(run_dir: Path, vmlinux: Path) -> Path | None:
+    """Write perf-reclaim.txt from the run's perf.data, if there is one."""
+    perf_data = run_dir / PERF_DATA
+    if not perf_data.exists():
+        return None
+    parts = []
+    for comm, t in sorted(profile(perf_data, vmlinux).items()):
+        parts += [f"{comm}: {t['samples']} samples",
+                  "self (the function running):", *_table(t["self"], t["samples"]),
+                  "total (the function or its callees running):",
+                  *_table(t["total"], t["samples"]), ""]
+    out = run_dir / REPORT
+    out.write_text("\n".join(parts) + "\n" if parts else "no samples from the reclaim threads\n")
+    return out

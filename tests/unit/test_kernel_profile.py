@@ -1,0 +1,83 @@
+"""perf in the guest: the command that wraps the workload and the per-thread
+profile made from `perf script` output."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pmr_testbed import kernel_profile
+from pmr_testbed.errors import UserError
+
+# `perf script -F comm,tid,ip,sym`: one block per sample, innermost first.
+SCRIPT = """\
+kshrinkd0    40 
+\tffffffffab001 page_vma_mapped_walk
+\tffffffffab002 folio_referenced
+\tffffffffab003 kshrinkd
+\tffffffffab004 kthread
+
+kshrinkd0    40 
+\tffffffffab005 folio_referenced
+\tffffffffab003 kshrinkd
+\tffffffffab004 kthread
+
+kswapd0    39 
+\tffffffffab006 read_hpet
+\tffffffffab007 ktime_get
+\tffffffffab008 shrink_folio_list
+\tffffffffab009 kswapd
+
+pmr-guest   120 
+\tffffffffab010 clear_page_erms
+
+swapper     0 
+\tffffffffab011 default_idle
+"""
+
+
+@pytest.fixture
+def perf_script(monkeypatch):
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, stdout=SCRIPT, stderr="")
+    monkeypatch.setattr(kernel_profile.subprocess, "run", fake_run)
+    return calls
+
+
+def test_profile_counts_self_and_total_per_reclaim_thread(perf_script, tmp_path):
+    prof = kernel_profile.profile(tmp_path / "perf.data", Path("/k/vmlinux"))
+    assert set(prof) == {"kshrinkd0", "kswapd0"}          # app and idle samples left out
+    k = prof["kshrinkd0"]
+    assert k["samples"] == 2
+    assert k["self"] == {"page_vma_mapped_walk": 1, "folio_referenced": 1}
+    assert k["total"]["folio_referenced"] == 2 and k["total"]["kthread"] == 2
+    assert prof["kswapd0"]["total"]["ktime_get"] == 1
+    assert "--vmlinux" in perf_script[0] and "/k/vmlinux" in perf_script[0]
+
+
+def test_report_writes_shares_and_skips_runs_without_perf_data(perf_script, tmp_path):
+    assert kernel_profile.report(tmp_path, Path("/k/vmlinux")) is None
+    (tmp_path / kernel_profile.PERF_DATA).write_bytes(b"")
+    text = kernel_profile.report(tmp_path, Path("/k/vmlinux")).read_text()
+    assert "kshrinkd0: 2 samples" in text and "kswapd0: 1 samples" in text
+    assert " 50.0%  page_vma_mapped_walk" in text and "100.0%  folio_referenced" in text
+
+
+def test_wrap_runs_the_workload_under_perf_only_when_asked(tmp_path, monkeypatch):
+    assert kernel_profile.wrap("pmr-guest run", tmp_path, 0) == "pmr-guest run"
+    monkeypatch.setattr(kernel_profile.shutil, "which", lambda _: "/usr/bin/perf")
+    cmd = kernel_profile.wrap("pmr-guest run", tmp_path, 250)
+    assert cmd.startswith("/usr/bin/perf record ") and cmd.endswith("-- pmr-guest run")
+    assert "-F 250" in cmd and f"-o {tmp_path / 'perf.data'}" in cmd and "-a -g" in cmd
+
+
+def test_check_refuses_bad_rates_and_a_missing_perf(monkeypatch):
+    kernel_profile.check(0)
+    with pytest.raises(UserError, match="--perf-hz"):
+        kernel_profile.check(-1)
+    monkeypatch.setattr(kernel_profile.shutil, "which", lambda _: None)
+    with pytest.raises(UserError, match="perf not found"):
+        kernel_profile.check(100)
