@@ -8,8 +8,8 @@ host reads it against the kernel's `vmlinux` and writes `perf-reclaim.txt`:
 for each reclaim thread, the share of its samples each kernel function was
 running in (self) and was on the stack for (total). The CPU clock cannot
 interrupt code that runs with interrupts off: time under the LRU lock shows
-as the unlock's. Sampling slows the guest, so profiled
-runs explain a comparison, they do not belong in one.
+as the unlock's. Sampling slows the guest, so profiled runs explain a
+comparison, they do not belong in one.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .spec import RECLAIM_THREADS
 PERF_DATA = "perf.data"
 REPORT = "perf-reclaim.txt"
 MAX_HZ = 1000
-# Below this share of a thread's samples, a function or chain is left out.
+# Below this share of a thread's samples, a function is left out.
 PERCENT_LIMIT = 0.5
 
 
@@ -86,12 +86,19 @@ def report(run_dir: Path, vmlinux: Path) -> Path | None:
     perf_data = run_dir / PERF_DATA
     if not perf_data.exists():
         return None
+    out = run_dir / REPORT
+    try:
+        threads = profile(perf_data, vmlinux)
+    except subprocess.CalledProcessError as exc:
+        # The run's results stand without it: say why there is no profile.
+        out.write_text(f"perf script failed (status {exc.returncode}): "
+                       f"{(exc.stderr or '').strip()[-500:]}\n")
+        return out
     parts = []
-    for comm, t in sorted(profile(perf_data, vmlinux).items()):
+    for comm, t in sorted(threads.items()):
         parts += [f"{comm}: {t['samples']} samples",
                   "self (the function running):", *_table(t["self"], t["samples"]),
                   "total (the function or its callees running):",
                   *_table(t["total"], t["samples"]), ""]
-    out = run_dir / REPORT
     out.write_text("\n".join(parts) + "\n" if parts else "no samples from the reclaim threads\n")
     return out

@@ -81,3 +81,12 @@ def test_check_refuses_bad_rates_and_a_missing_perf(monkeypatch):
     monkeypatch.setattr(kernel_profile.shutil, "which", lambda _: None)
     with pytest.raises(UserError, match="perf not found"):
         kernel_profile.check(100)
+
+
+def test_a_failing_perf_script_is_reported_not_raised(tmp_path, monkeypatch):
+    def failing(cmd, **kw):
+        raise subprocess.CalledProcessError(1, cmd, output="", stderr="perf.data: truncated")
+    monkeypatch.setattr(kernel_profile.subprocess, "run", failing)
+    (tmp_path / kernel_profile.PERF_DATA).write_bytes(b"")
+    text = kernel_profile.report(tmp_path, Path("/k/vmlinux")).read_text()
+    assert text.startswith("perf script failed (status 1)") and "truncated" in text
