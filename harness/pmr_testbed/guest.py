@@ -159,12 +159,12 @@ def _cpu_model() -> str:
 
 
 # Under TCG the guest's kernel finds its vCPUs' TSCs unsynchronized and
-# falls back to the HPET, whose every read is an emulated MMIO access (and
-# a system call, with no vDSO): a few microseconds each, where a phone's
-# arm64 timer takes tens of nanoseconds. Reclaim's timing tracepoints read
-# the clock per folio, so with the HPET 45% of kswapd's CPU time went to
-# read_hpet() (perf, `pmrtb run --perf-hz`). QEMU's TSC is the host's,
-# which is synchronized: trust it.
+# falls back to the HPET, whose every read is an emulated device access of
+# a few microseconds, where a phone's arm64 timer takes tens of
+# nanoseconds. Reclaim's timing tracepoints read the clock per folio: in a
+# smoke run under pmr, perf (`pmrtb run --perf-hz`) put 45% of kswapd's
+# samples in read_hpet(). QEMU's TSC follows the host's, which is
+# synchronized: trust it.
 TCG_BOOT_ARGS = ["tsc=reliable"]
 
 
