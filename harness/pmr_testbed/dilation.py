@@ -57,7 +57,7 @@ def _host_bench() -> dict:
 
 def _key(kernel_version: str, accel: str) -> str:
     digest = hashlib.sha256(paths.RUNTIME_BIN.read_bytes()).hexdigest()[:12]
-    boot_args = " ".join(guest.TCG_BOOT_ARGS) if accel == "tcg" else ""
+    boot_args = " ".join(guest.accel_boot_args(accel))
     return f"{kernel_version}|{accel}|{boot_args}|{digest}|{guest._cpu_model()}"
 
 

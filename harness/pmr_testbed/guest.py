@@ -168,6 +168,11 @@ def _cpu_model() -> str:
 TCG_BOOT_ARGS = ["tsc=reliable"]
 
 
+def accel_boot_args(accel: str) -> list[str]:
+    """Kernel command line every guest under `accel` gets."""
+    return list(TCG_BOOT_ARGS) if accel == "tcg" else []
+
+
 @dataclass
 class BootResult:
     returncode: int
@@ -181,7 +186,7 @@ def vng_command(kernel: Path, *, exec_cmd: str | None, ram_mb: int, cpus: int, a
            "--cpus", str(cpus), "--memory", f"{ram_mb}M", "--cwd", str(paths.ROOT)]
     if accel == "tcg":
         cmd.append("--disable-kvm")
-        append = TCG_BOOT_ARGS + list(append or [])
+    append = accel_boot_args(accel) + list(append or [])
     for d in rwdirs:
         cmd += ["--rwdir", str(d)]
     qemu: list[str] = []

@@ -60,7 +60,7 @@ class KernelImage:
     @property
     def vmlinux(self) -> Path:
         """The image's symbols (perf report, kernel_profile.py)."""
-        return self.bzimage.parents[3] / "vmlinux"
+        return obj_dir(self.flavour) / "vmlinux"
 
     def as_dict(self) -> dict:
         return {"flavour": self.flavour, "version": self.version, "series": self.series}
@@ -253,8 +253,12 @@ def configure(flavour: str, obj: Path) -> None:
     check_config(obj, fragments)
 
 
+def obj_dir(flavour: str) -> Path:
+    return KERNEL_BUILD_DIR / f"obj-{flavour}"
+
+
 def image_path(flavour: str) -> Path:
-    return KERNEL_BUILD_DIR / f"obj-{flavour}" / "arch" / "x86" / "boot" / "bzImage"
+    return obj_dir(flavour) / "arch" / "x86" / "boot" / "bzImage"
 
 
 def _up_to_date(flavour: str) -> KernelImage | None:
@@ -283,7 +287,7 @@ def build(flavour: str = "testbed", jobs: int | None = None) -> KernelImage:
         prepare_pristine(state)
         series = apply_series(state)
         _save_state(state)
-        obj = KERNEL_BUILD_DIR / f"obj-{flavour}"
+        obj = obj_dir(flavour)
         cfg_digest = _digest(_config_fragments(flavour))
         key = f"{state['tarball']}|{state['series']}|{cfg_digest}"
         flav_state = state.setdefault("flavours", {}).get(flavour, {})

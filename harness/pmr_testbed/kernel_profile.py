@@ -57,8 +57,8 @@ def _stacks(perf_data: Path, vmlinux: Path) -> Iterator[tuple[str, list[str]]]:
         if not lines or not lines[0].strip():
             continue
         comm = lines[0].rsplit(None, 1)[0].strip()
-        yield comm, [ln.split(None, 1)[1] if len(ln.split(None, 1)) == 2 else "[unknown]"
-                     for ln in lines[1:]]
+        # "\t<address> <symbol>"; perf writes [unknown] where it has none
+        yield comm, [ln.split(None, 1)[-1] for ln in lines[1:]]
 
 
 def profile(perf_data: Path, vmlinux: Path) -> dict:
