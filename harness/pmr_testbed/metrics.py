@@ -47,6 +47,8 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   taken, `first_pass_us_per_page_*`, not an unmap time). None where the
   kernel or the trace has neither.
   `unmap_us_samples` is the per-page unmap time of each event, for the plot.
+- `settled` (settled_state.py): how the run settled after lmkd's last kill
+  (its time, the file refault rate after it, the least SwapFree after it).
 - `kswapd_rounds` (kswapd_rounds.py, paper Figs. 5 and 6): kswapd's reclaim
   rounds from the `mm_vmscan_kswapd_round` tracepoint, each split into page
   shrinking and page writeback; None where the kernel or the trace has none.
@@ -54,7 +56,7 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
 
 A run whose run.json is missing or not `"status": "ok"` is never a result:
 `load_run` raises `RunError`. Missing optional files (threads_cpu.json,
-swap_write_hist.json) are recorded as None and named in `missing`.
+swap_write_hist.json, meminfo.csv) are recorded as None and named in `missing`.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ import numpy as np
 
 from .errors import UserError
 from .kswapd_rounds import KswapdRound, kswapd_rounds, round_figures
+from .settled_state import settled_state
 from .trace import Trace, kshrinkd_rounds, read_trace
 from .writeback import BULK_COUNTERS, bulk_figures, unmap_us_per_page, writeback_figures
 
@@ -79,7 +82,7 @@ MB = 2**20
 WINDOW_MS = 1000
 VMSTAT_DELTAS = ("pgmajfault", "pswpout", "pswpin", "pgscan_kswapd", "pgscan_direct",
                  "pgsteal_kswapd", "pgsteal_direct", "pgsteal_anon")
-OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json")
+OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json", "meminfo.csv")
 PMR_EVENTS = ("kshrinkd_wake", "pgscan_kshrinkd", "pmr_victim_added", "pmr_victim_reclaimed",
               "pmr_victim_putback", *BULK_COUNTERS)
 
@@ -100,6 +103,7 @@ class RunMetrics:
     hot_launches: int
     kills: int
     kills_by_reason: dict[str, int]
+    settled: dict
     reclaim_t_s: list[float]
     reclaim_series_mbps: list[float]
     reclaim_mbps: dict[str, float | None]
@@ -150,6 +154,7 @@ def load_run(run_dir: Path) -> RunMetrics:
     except ValueError as e:
         raise RunError(f"{run_dir / 'trace.txt'}: {e}") from None
     vmstat = read_table(run_dir / "vmstat.csv")
+    meminfo = read_table(run_dir / "meminfo.csv") if (run_dir / "meminfo.csv").exists() else None
     victim_t_s, victim_mb = victim_series(vmstat)
     rounds = kswapd_rounds(trace)
     return RunMetrics(
@@ -161,6 +166,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         hot_launches=kinds["hot"],
         kills=len(kills),
         kills_by_reason=dict(Counter(k["reason"] for k in kills)),
+        settled=settled_state(kills, vmstat, meminfo),
         reclaim_t_s=t_s,
         reclaim_series_mbps=mbps,
         reclaim_mbps=throughput_stats(mbps),

@@ -43,6 +43,7 @@ PLOT_FILES = {
     "write_sizes": "swap_write_sizes.png",
     "victims": "victim_list.png",
     "unmap_time": "unmap_time.png",
+    "settled": "settled_state.png",
 }
 PLOT_CAPTIONS = {
     "throughput": ("Reclaim throughput over time (paper Fig. 12): swap-device write MB/s "
@@ -70,6 +71,11 @@ PLOT_CAPTIONS = {
                    "(`mm_vmscan_writeback_time` tracepoint; log scale). A curve further left "
                    "is cheaper unmapping, a steeper one steadier; the original path's is "
                    "high and spread out."),
+    "settled": ("How each repetition settled after lmkd's last kill (settled_state.py): "
+                "its mean response time against the file pages it refaulted per second "
+                "from then to the end, one point per repetition, labelled with its kill "
+                "count. Points on the right are runs whose survivors did not fit: swap "
+                "full, file pages thrashing, and no further kill."),
 }
 SWEEP_CAPTION = ("Reclaim throughput against `{key}` (paper Fig. 15b): left, the peak and "
                  "mean swap-device write MB/s, right, the mean response time; points are "
@@ -106,6 +112,7 @@ def write_report(results_dir: Path,
     plot_write_sizes(measured, colours, plot_dir / PLOT_FILES["write_sizes"])
     plot_victims(ok, colours, plot_dir / PLOT_FILES["victims"])
     plot_unmap_time(ok, colours, plot_dir / PLOT_FILES["unmap_time"])
+    plot_settled(measured, colours, plot_dir / PLOT_FILES["settled"])
     for key, sweeps in sweeps_by_key(summary["schemes"]).items():
         plot_sweep(key, sweeps, summary["schemes"], plot_dir / sweep_file(key))
     path = results_dir / "report.md"
@@ -330,6 +337,32 @@ def plot_response(schemes: dict[str, dict], colours: dict, path: Path) -> None:
     ax.set(title="Response time per foreground app (mean of its switches)",
            ylabel="response time (ms)")
     ax.grid(axis="y", alpha=0.3)
+    _save(fig, path)
+
+
+def plot_settled(schemes: dict[str, dict], colours: dict, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    plotted = False
+    for name, e in schemes.items():
+        points = [(r["settled.file_refaults_per_s"], r["response_ms.mean"], r["kills"])
+                  for r in e.get("by_rep", [])
+                  if r["settled.file_refaults_per_s"] is not None
+                  and r["response_ms.mean"] is not None]
+        if not points:
+            continue
+        plotted = True
+        xs, ys, kills = zip(*points)
+        ax.scatter(xs, ys, color=colours[name], label=name)
+        for x, y, k in points:
+            ax.annotate(str(k), (x, y), textcoords="offset points", xytext=(4, 3), fontsize=8)
+    if plotted:
+        _legend_outside(ax)
+    else:
+        _no_data(ax, "repetitions with switches")
+    ax.set(title="Repetitions by how they settled (labels: kills)",
+           xlabel="file refaults per second after the last kill",
+           ylabel="response time mean (ms)")
+    ax.grid(alpha=0.3)
     _save(fig, path)
 
 
@@ -598,6 +631,19 @@ def disk_share_lines(s: dict) -> list[str]:
             + (", ".join(shares) if shares else "–") + "."]
 
 
+BY_REP_COLUMNS = [("kills", "kills"), ("settled.last_kill_s", "last kill s"),
+                  ("settled.file_refaults_per_s", "file refaults/s after it"),
+                  ("settled.swap_free_mb_min", "least swap free after it, MB"),
+                  ("response_ms.mean", "response mean ms"), ("allocstall", "allocstall"),
+                  ("reclaim_cpu_total", "reclaim CPU s")]
+
+
+def by_rep_table(schemes: dict[str, dict]) -> list[str]:
+    rows = [[name, str(r["rep"]), *(_fmt(r.get(d)) for d, _ in BY_REP_COLUMNS)]
+            for name, e in schemes.items() for r in e.get("by_rep", [])]
+    return _table(["scheme", "rep", *(t for _, t in BY_REP_COLUMNS)], rows) if rows else []
+
+
 def kill_reasons(name: str, entry: dict) -> str | None:
     """"pmr low_mem_and_swap 9, ...": a scheme's median kills per lmkd reason."""
     reasons = entry.get("kills_by_reason")
@@ -635,6 +681,13 @@ def render_markdown(s: dict) -> str:
     lines += [*disk_share_lines(s), ""]
     if reasons := kill_reason_lines(s["schemes"]):
         lines += [*reasons, ""]
+    if reps := by_rep_table(s["schemes"]):
+        lines += ["Each repetition, and how it settled after lmkd's last kill: the file "
+                  "pages refaulted per second from then to the end of the run, and the "
+                  "least free swap over that time (– for a runtime without meminfo.csv). "
+                  "A repetition whose survivors do not fit thrashes file pages with swap "
+                  "full for the rest of the run, whatever the scheme; compare schemes "
+                  "with this in view.", "", *reps, ""]
     if kinds := switch_kind_table(s["schemes"]):
         lines += ["Response time by kind of switch: cold, the app had no process (its first "
                   "launch, or a relaunch after a kill); hot, it had one. The share is of the "

@@ -10,10 +10,14 @@ a missing optional file, are left out). With more than one run, `spread`
 holds the min and max beside it, keyed by dotted path ("response_ms.mean").
 The write-size histogram is summed over runs. `reclaim_cpu_total` (the sum
 over thread families, per run) is added because the ratios need it.
-The nested per-run groups `pmr`, `writeback`, `bulk` and `kswapd_rounds` are
-summarised figure by figure ("writeback.unmap_us_per_page.p50"); `writeback`,
+The nested per-run groups `switch_kinds`, `settled`, `pmr`, `writeback`, `bulk`
+and `kswapd_rounds` are summarised figure by figure ("writeback.unmap_us_per_page.p50"); `writeback`,
 `bulk` and `kswapd_rounds` are null for a scheme none of whose runs has them
 (a kernel without PMR part 2, or without the kswapd_round tracepoint).
+
+`by_rep` lists a few figures of each repetition (`BY_REP`, rep number
+first): how it settled after lmkd's last kill (settled_state.py) decides much
+of the rest, and medians hide which repetitions settled how.
 
 `ratios[scheme]` compares each scheme with "original": the ratio of the
 scheme's median to original's median (None where original's median is 0 or
@@ -43,7 +47,10 @@ NULLABLE = ("response_ms.mean", "response_ms.p50", "response_ms.p95", "reclaim_m
 RATIO_FIGURES = ("response_ms.mean", "reclaim_mbps.peak", "kills", "allocstall",
                  "reclaim_cpu_total", "pswpout_mb")
 # per-run groups of figures, possibly nested, None where a run has none
-NESTED = ("switch_kinds", "pmr", "writeback", "bulk", "kswapd_rounds")
+NESTED = ("switch_kinds", "settled", "pmr", "writeback", "bulk", "kswapd_rounds")
+# the figures `by_rep` lists for each repetition of a scheme
+BY_REP = ("kills", "settled.last_kill_s", "settled.file_refaults_per_s",
+          "settled.swap_free_mb_min", "response_ms.mean", "allocstall", "reclaim_cpu_total")
 # groups that every scheme with ok runs has, as an object or null
 OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds")
 TOP_LEVEL = ("scenario", "profile", "dilation", "kernel", "qemu", "guest", "reps", "seed",
@@ -169,6 +176,8 @@ def scheme_entry(runs: list[Run]) -> dict:
     for group in OPTIONAL_GROUPS:
         entry.setdefault(group, None)
     entry["swap_write_kb"]["hist"] = summed_hist(runs)
+    entry["by_rep"] = [{"rep": r.rep, **{d: fig.get(tuple(d.split("."))) for d in BY_REP}}
+                       for r, fig in zip(runs, per_run)]
     if spread:
         entry["spread"] = spread
     return entry
@@ -280,6 +289,10 @@ def _scheme_problems(name: str, entry) -> list[str]:
         if not isinstance(get_path(entry, key), (dict, type(None))):
             problems.append(f"{where}.{key}: not an object or null")
     problems += [f"{where}.{key}: missing" for key in OPTIONAL_GROUPS if key not in entry]
+    by_rep = entry.get("by_rep")
+    if not isinstance(by_rep, list) or len(by_rep) != entry["runs"] \
+            or not all(isinstance(row, dict) and _is_number(row.get("rep")) for row in by_rep):
+        problems.append(f"{where}.by_rep: needs one object with a rep number per run")
     for dotted, mm in entry.get("spread", {}).items():
         if not (_is_number(mm.get("min")) and _is_number(mm.get("max")) and mm["min"] <= mm["max"]):
             problems.append(f"{where}.spread.{dotted}: needs numbers min <= max")

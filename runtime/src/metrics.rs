@@ -1,12 +1,13 @@
 //! The sampler thread: every `metrics.interval_ms` it appends one row to
 //! vmstat.csv (/proc/vmstat, every key in file order), psi.csv
-//! (/proc/pressure/memory) and diskstat.csv (the swap device's
+//! (/proc/pressure/memory), meminfo.csv (free memory and swap from
+//! /proc/meminfo, kB) and diskstat.csv (the swap device's
 //! /sys/block/<dev>/stat). Rows are timed from the workload start on a
 //! fixed schedule (no drift); files are flushed every second so a crash
 //! keeps what was sampled.
 
 use crate::control::{spawn_thread, Control};
-use crate::proc_files::{self, DISKSTAT_FIELDS};
+use crate::proc_files::{self, MemInfo, DISKSTAT_FIELDS};
 use crate::psi::{self, MemoryPressure};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
@@ -22,6 +23,7 @@ const FLUSH_EVERY: Duration = Duration::from_secs(1);
 struct Sampler {
     vmstat: BufWriter<File>,
     psi: BufWriter<File>,
+    meminfo: BufWriter<File>,
     diskstat: BufWriter<File>,
     vmstat_keys: Vec<String>,
     swap_dev: String,
@@ -43,6 +45,7 @@ pub fn spawn(
     let mut sampler = Sampler {
         vmstat: create("vmstat.csv")?,
         psi: create("psi.csv")?,
+        meminfo: create("meminfo.csv")?,
         diskstat: create("diskstat.csv")?,
         vmstat_keys: Vec::new(),
         swap_dev: swap_dev.to_string(),
@@ -50,6 +53,10 @@ pub fn spawn(
     writeln!(
         sampler.psi,
         "t_ms,some_avg10,some_total_us,full_avg10,full_total_us"
+    )?;
+    writeln!(
+        sampler.meminfo,
+        "t_ms,mem_free_kb,mem_available_kb,swap_total_kb,swap_free_kb"
     )?;
     writeln!(sampler.diskstat, "t_ms,dev,{}", DISKSTAT_FIELDS.join(","))?;
     Ok(spawn_thread(&control.clone(), "sampler", move || {
@@ -91,6 +98,8 @@ impl Sampler {
             vmstat_row(t_ms, &self.vmstat_keys, &vmstat)
         )?;
         writeln!(self.psi, "{}", psi_row(t_ms, &psi::read()?))?;
+        let meminfo = proc_files::parse_meminfo(&std::fs::read_to_string("/proc/meminfo")?)?;
+        writeln!(self.meminfo, "{}", meminfo_row(t_ms, &meminfo))?;
         let stat = std::fs::read_to_string(format!("/sys/block/{}/stat", self.swap_dev))?;
         writeln!(
             self.diskstat,
@@ -101,7 +110,12 @@ impl Sampler {
     }
 
     fn flush(&mut self) -> Result<()> {
-        for f in [&mut self.vmstat, &mut self.psi, &mut self.diskstat] {
+        for f in [
+            &mut self.vmstat,
+            &mut self.psi,
+            &mut self.meminfo,
+            &mut self.diskstat,
+        ] {
             f.flush().context("cannot write a metrics CSV")?;
         }
         Ok(())
@@ -125,6 +139,13 @@ fn psi_row(t_ms: u64, p: &MemoryPressure) -> String {
     format!(
         "{t_ms},{},{},{},{}",
         p.some.avg10, p.some.total_us, p.full.avg10, p.full.total_us
+    )
+}
+
+fn meminfo_row(t_ms: u64, m: &MemInfo) -> String {
+    format!(
+        "{t_ms},{},{},{},{}",
+        m.mem_free, m.mem_available, m.swap_total, m.swap_free
     )
 }
 
@@ -154,6 +175,14 @@ mod tests {
             },
         };
         assert_eq!(psi_row(200, &p), "200,1.5,10,0,3");
+        let m = MemInfo {
+            mem_free: 1,
+            mem_available: 2,
+            swap_total: 3,
+            swap_free: 4,
+            ..MemInfo::default()
+        };
+        assert_eq!(meminfo_row(250, &m), "250,1,2,3,4");
         let mut f = [0u64; 17];
         f[4] = 9;
         let row = diskstat_row(300, "vdb", &f);

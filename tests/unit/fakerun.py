@@ -58,6 +58,7 @@ def write_run(run_dir: Path, *, status: str = "ok",
               swap_dev: str = SWAP_DEV, diskstat_dev: str | None = None,
               extra_vmstat_keys: list[str] | tuple[str, ...] = (),
               trace: str | None = None,
+              swap_free_kb: list[int] | None = None,
               omit: tuple[str, ...] = ()) -> Path:
     """Write a run directory. `write_sectors` is the cumulative counter per sample
     (samples every 100 ms from t=0 unless `sample_t_ms` is given); the vmstat
@@ -65,7 +66,8 @@ def write_run(run_dir: Path, *, status: str = "ok",
     vmstat.csv has the stock counters plus `extra_vmstat_keys` (e.g.
     PMR_VMSTAT_KEYS for a kernel with the series). `trace` is trace.txt's
     text (see trace_text); without it no trace.txt is written, as when the
-    spec lists no events. Files named in `omit` are not written."""
+    spec lists no events. `swap_free_kb` is meminfo.csv's SwapFree per sample
+    (default: 200 MB free throughout). Files named in `omit` are not written."""
     run_dir.mkdir(parents=True, exist_ok=True)
     switches = switches if switches is not None else [
         switch("chrome", "cold", 900.0, 0), switch("youtube", "hot", 300.0, 0),
@@ -84,6 +86,8 @@ def write_run(run_dir: Path, *, status: str = "ok",
                   [*VMSTAT_KEYS, *extra_vmstat_keys])
     _write_diskstat(run_dir / "diskstat.csv", sample_t_ms, write_sectors, diskstat_dev or swap_dev)
     _write_psi(run_dir / "psi.csv", sample_t_ms)
+    _write_meminfo(run_dir / "meminfo.csv", sample_t_ms,
+                   swap_free_kb or [200 * 1024] * len(sample_t_ms))
     hist = hist if hist is not None else {"4096": 300, "65536": 40, "131072": 10}
     (run_dir / "swap_write_hist.json").write_text(json.dumps({"dev": swap_dev, "bytes": hist}))
     threads_cpu = threads_cpu if threads_cpu is not None else {"kswapd0": 4.2}
@@ -133,6 +137,12 @@ def _write_diskstat(path: Path, t_ms: list[int], write_sectors: list[int], dev: 
 def _write_psi(path: Path, t_ms: list[int]) -> None:
     lines = ["t_ms,some_avg10,some_total_us,full_avg10,full_total_us"]
     lines += [f"{t},1.50,{t * 20},0.40,{t * 5}" for t in t_ms]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _write_meminfo(path: Path, t_ms: list[int], swap_free_kb: list[int]) -> None:
+    lines = ["t_ms,mem_free_kb,mem_available_kb,swap_total_kb,swap_free_kb"]
+    lines += [f"{t},30000,90000,350000,{free}" for t, free in zip(t_ms, swap_free_kb)]
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -203,3 +203,17 @@ def test_writeback_and_bulk_are_null_without_part2(tmp_path):
     assert old["writeback"] is None and old["bulk"] is None
     assert "pmr" not in old
     assert validate_summary(s) == []
+
+
+def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
+    s = write_summary(_results(tmp_path, {"original": [2, 5, 3]}))
+    rows = s["schemes"]["original"]["by_rep"]
+    assert [r["rep"] for r in rows] == [1, 2, 3]
+    assert [r["kills"] for r in rows] == [2, 5, 3]
+    assert rows[0]["settled.last_kill_s"] == pytest.approx(6.0)
+    assert set(rows[0]) == {"rep", "kills", "settled.last_kill_s",
+                            "settled.file_refaults_per_s", "settled.swap_free_mb_min",
+                            "response_ms.mean", "allocstall", "reclaim_cpu_total"}
+    broken = copy.deepcopy(s)
+    broken["schemes"]["original"]["by_rep"].pop()
+    assert any("by_rep" in p for p in validate_summary(broken))

@@ -1,0 +1,52 @@
+"""How a run settled after lmkd's last kill.
+
+On the `paper` scenario the apps' memory exceeds RAM plus swap, so lmkd
+kills until the survivors fit. Where it stops decides the rest of the run:
+when the survivors' anonymous memory leaves too little room for their file
+pages and swap is full, reclaim can only take file pages and the run thrashes
+them until it ends (no further kill: free memory stays near the high
+watermark and the refaults stay below lmkd's thrashing limit). One kill more
+or less puts a repetition on either side, whatever the reclaim scheme, and
+the two sides differ in response time and reclaim CPU by more than the
+schemes do; this is what each run's figures say about it:
+
+- `last_kill_s`: workload time of lmkd's last kill, None without kills;
+- `file_refaults_per_s`: `workingset_refault_file` per second from the last
+  kill (the workload start without kills) to the end of the run;
+- `swap_free_mb_min`: the least SwapFree over the same window, from
+  meminfo.csv; None for a run without that file (runtimes before it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MB = 2**20
+KIB = 1024
+# a CSV's header and rows, as metrics.read_table returns them
+Table = tuple[list[str], list[list[str]]]
+
+
+def settled_state(kills: list[dict], vmstat: Table, meminfo: Table | None) -> dict:
+    """The figures above from one run's kill events, vmstat.csv and
+    meminfo.csv (None when the run has none)."""
+    header, rows = vmstat
+    t_ms = np.array([float(r[header.index("t_ms")]) for r in rows])
+    last_kill_ms = max((float(k["t_ms"]) for k in kills), default=None)
+    since_ms = t_ms[0] if last_kill_ms is None else last_kill_ms
+    refaults = np.array([float(r[header.index("workingset_refault_file")]) for r in rows])
+    span_s = (t_ms[-1] - since_ms) / 1000
+    rate = ((refaults[-1] - np.interp(since_ms, t_ms, refaults)) / span_s
+            if span_s > 0 else None)
+    return {"last_kill_s": None if last_kill_ms is None else last_kill_ms / 1000,
+            "file_refaults_per_s": None if rate is None else float(rate),
+            "swap_free_mb_min": swap_free_min_mb(meminfo, since_ms)}
+
+
+def swap_free_min_mb(meminfo: Table | None, since_ms: float) -> float | None:
+    if meminfo is None:
+        return None
+    header, rows = meminfo
+    t, free = header.index("t_ms"), header.index("swap_free_kb")
+    after = [float(r[free]) for r in rows if float(r[t]) >= since_ms]
+    return min(after) * KIB / MB if after else None
