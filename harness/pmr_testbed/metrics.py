@@ -32,6 +32,10 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   reclaimed.
 - `reclaim_cpu_s`: threads_cpu.json summed by thread family
   (`kswapd0` + `kswapd1` -> `kswapd`, `pmr_unmap/0` -> `pmr_unmap`).
+  `reclaim_cpu_us_per_page`: their total over the pages kswapd and direct
+  reclaim freed (pgsteal_kswapd + pgsteal_direct), in µs: the reclaim CPU
+  time a scheme spends per page it frees, which does not grow with how much
+  a repetition had to reclaim as the total does.
 - `swap_write_kb`: the swap device's write-request size histogram in KiB and
   its request-weighted mean.
 - `pmr`: on a kernel with the PMR series, the deltas of its /proc/vmstat
@@ -134,6 +138,12 @@ class RunMetrics:
     @property
     def reclaim_cpu_total(self) -> float | None:
         return None if self.reclaim_cpu_s is None else sum(self.reclaim_cpu_s.values())
+
+    @property
+    def reclaim_cpu_us_per_page(self) -> float | None:
+        reclaimed = self.pgsteal_kswapd + self.pgsteal_direct
+        total = self.reclaim_cpu_total
+        return None if total is None or not reclaimed else total * 1e6 / reclaimed
 
 
 def load_run(run_dir: Path) -> RunMetrics:

@@ -87,11 +87,13 @@ HEADLINE = [  # (column title, dotted path in a scheme entry)
     ("allocstall", "allocstall"), ("major faults", "pgmajfault"),
     ("swap out MB", "pswpout_mb"), ("cold launches", "cold_launches"),
     ("hot launches", "hot_launches"), ("reclaim CPU s", "reclaim_cpu_total"),
+    ("reclaim CPU µs/page", "reclaim_cpu_us_per_page"),
     ("mean swap write KiB", "swap_write_kb.mean"),
 ]
 RATIO_TITLES = {"response_ms.mean": "response mean", "reclaim_mbps.peak": "reclaim peak",
                 "kills": "kills", "allocstall": "allocstall",
-                "reclaim_cpu_total": "reclaim CPU", "pswpout_mb": "swap out"}
+                "reclaim_cpu_total": "reclaim CPU",
+                "reclaim_cpu_us_per_page": "reclaim CPU per page", "pswpout_mb": "swap out"}
 PRESSURE_PANELS = [("kills", "LMKD kills"), ("allocstall", "Direct reclaims (allocstall)"),
                    ("pgmajfault", "Major page faults")]
 
@@ -635,7 +637,8 @@ BY_REP_COLUMNS = [("kills", "kills"), ("settled.last_kill_s", "last kill s"),
                   ("settled.file_refaults_per_s", "file refaults/s after it"),
                   ("settled.swap_free_mb_min", "least swap free after it, MB"),
                   ("response_ms.mean", "response mean ms"), ("allocstall", "allocstall"),
-                  ("reclaim_cpu_total", "reclaim CPU s")]
+                  ("reclaim_cpu_total", "reclaim CPU s"),
+                  ("reclaim_cpu_us_per_page", "µs per page freed")]
 
 
 def by_rep_table(schemes: dict[str, dict]) -> list[str]:
@@ -676,7 +679,8 @@ def render_markdown(s: dict) -> str:
               "Median over each scheme's ok runs, `[min, max]` across reps when it has more "
               "than one. Reclaim throughput is the swap device's write throughput (paper "
               "§2.2.2): mean over the 1-s windows with any swap write, and the peak window. "
-              "Reclaim CPU is the kernel reclaim threads' CPU time; swap out is pswpout.", "",
+              "Reclaim CPU is the kernel reclaim threads' CPU time, also per page that kswapd "
+              "and direct reclaim freed; swap out is pswpout.", "",
               *headline_table(s["schemes"]), ""]
     lines += [*disk_share_lines(s), ""]
     if reasons := kill_reason_lines(s["schemes"]):

@@ -9,7 +9,8 @@ Per scheme, every figure is the median over its ok runs (None values, e.g.
 a missing optional file, are left out). With more than one run, `spread`
 holds the min and max beside it, keyed by dotted path ("response_ms.mean").
 The write-size histogram is summed over runs. `reclaim_cpu_total` (the sum
-over thread families, per run) is added because the ratios need it.
+over thread families, per run) and `reclaim_cpu_us_per_page` (metrics.py) are
+added because the ratios need them.
 The nested per-run groups `switch_kinds`, `settled`, `pmr`, `writeback`, `bulk`
 and `kswapd_rounds` are summarised figure by figure ("writeback.unmap_us_per_page.p50"); `writeback`,
 `bulk` and `kswapd_rounds` are null for a scheme none of whose runs has them
@@ -43,14 +44,15 @@ NUMBERS = ("kills", "allocstall", "pgmajfault", "pswpout_mb", "cold_launches", "
 # figures that may be None (no switches, no swap writes, no optional file)
 NULLABLE = ("response_ms.mean", "response_ms.p50", "response_ms.p95", "reclaim_mbps.mean",
             "reclaim_mbps.peak", "swap_write_kb.mean", "reclaim_cpu_total",
-            "swap_writes_per_anon_freed")
+            "reclaim_cpu_us_per_page", "swap_writes_per_anon_freed")
 RATIO_FIGURES = ("response_ms.mean", "reclaim_mbps.peak", "kills", "allocstall",
-                 "reclaim_cpu_total", "pswpout_mb")
+                 "reclaim_cpu_total", "reclaim_cpu_us_per_page", "pswpout_mb")
 # per-run groups of figures, possibly nested, None where a run has none
 NESTED = ("switch_kinds", "settled", "pmr", "writeback", "bulk", "kswapd_rounds")
 # the figures `by_rep` lists for each repetition of a scheme
 BY_REP = ("kills", "settled.last_kill_s", "settled.file_refaults_per_s",
-          "settled.swap_free_mb_min", "response_ms.mean", "allocstall", "reclaim_cpu_total")
+          "settled.swap_free_mb_min", "response_ms.mean", "allocstall", "reclaim_cpu_total",
+          "reclaim_cpu_us_per_page")
 # groups that every scheme with ok runs has, as an object or null
 OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds")
 TOP_LEVEL = ("scenario", "profile", "dilation", "kernel", "qemu", "guest", "reps", "seed",
@@ -99,6 +101,7 @@ def run_figures(m: RunMetrics) -> dict[FigPath, float | None]:
         fig |= {(group, k): v for k, v in getattr(m, group).items()}
     fig |= {(name,): getattr(m, name) for name in NUMBERS}
     fig[("reclaim_cpu_total",)] = m.reclaim_cpu_total
+    fig[("reclaim_cpu_us_per_page",)] = m.reclaim_cpu_us_per_page
     fig[("swap_writes_per_anon_freed",)] = m.swap_writes_per_anon_freed
     fig |= {("reclaim_cpu_s", t): s for t, s in (m.reclaim_cpu_s or {}).items()}
     fig[("swap_write_kb", "mean")] = m.swap_write_kb["mean"] if m.swap_write_kb else None

@@ -112,6 +112,14 @@ def test_reclaim_cpu_summed_by_family(tmp_path):
     assert m.reclaim_cpu_total == pytest.approx(17.25)
 
 
+def test_reclaim_cpu_per_page_freed(tmp_path):
+    m = load_run(write_run(tmp_path / "r", threads_cpu={"kswapd0": 3.0, "kshrinkd0": 1.0},
+                           vmstat_increments={"pgsteal_kswapd": 150_000, "pgsteal_direct": 50_000}))
+    assert m.reclaim_cpu_us_per_page == pytest.approx(4.0 * 1e6 / 200_000)
+    nothing_freed = load_run(write_run(tmp_path / "s", threads_cpu={"kswapd0": 3.0}))
+    assert nothing_freed.reclaim_cpu_us_per_page is None
+
+
 def test_swap_write_hist_mean_is_request_weighted(tmp_path):
     m = load_run(write_run(tmp_path / "r", hist={"4096": 30, "8192": 10, "1048576": 2}))
     assert m.swap_write_kb["hist"] == {"4": 30, "8": 10, "1024": 2}
@@ -123,6 +131,7 @@ def test_missing_optional_files_are_none_not_zero(tmp_path):
                            omit=("threads_cpu.json", "swap_write_hist.json")))
     assert m.reclaim_cpu_s is None
     assert m.reclaim_cpu_total is None
+    assert m.reclaim_cpu_us_per_page is None
     assert m.swap_write_kb is None
     assert m.missing == ["threads_cpu.json", "swap_write_hist.json"]
 

@@ -213,7 +213,8 @@ def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
     assert rows[0]["settled.last_kill_s"] == pytest.approx(6.0)
     assert set(rows[0]) == {"rep", "kills", "settled.last_kill_s",
                             "settled.file_refaults_per_s", "settled.swap_free_mb_min",
-                            "response_ms.mean", "allocstall", "reclaim_cpu_total"}
+                            "response_ms.mean", "allocstall", "reclaim_cpu_total",
+                            "reclaim_cpu_us_per_page"}
     broken = copy.deepcopy(s)
     broken["schemes"]["original"]["by_rep"].pop()
     assert any("by_rep" in p for p in validate_summary(broken))
