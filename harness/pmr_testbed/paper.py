@@ -81,8 +81,9 @@ MIN_FULL_REPS = 3
 # from campaign.json): the 10 rounds of switching took 328-348 s (~34 s a
 # round); the rest is boot (~12 s), background launches and settling
 # (~30-43 s), and shutdown and the host's work on the run: ~74 s, from
-# the one-round runs of the first `make paper-quick` (104-114 s each). pixel5 is a smaller guest whose runs were only measured for
-# `smoke`: assumed ~5% faster. The dwell times (2-4 s per switch, 10
+# the one-round runs of the first `make paper-quick` (104-114 s each).
+# pixel5 is a smaller guest whose runs were only measured for `smoke`; the
+# same figures are used for it, since the dwell times (2-4 s per switch, 10
 # switches a round) dominate and do not depend on the device.
 RUN_S = {"pixel6pro": (74.0, 34.0), "pixel5": (74.0, 34.0)}
 # per campaign: the kernel's up-to-date check, the (cached) dilation, the report
