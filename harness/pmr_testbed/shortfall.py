@@ -3,10 +3,12 @@ bear on it, for paper.md's "What fell short" section (paper_report.py).
 
 Each headline names the figures a reader checks first when it is missed
 (a response time: the cold launches' share of it, the swap-ins of the hot
-switches, faults, direct reclaim, kills, how much of its goal a kswapd
-round reclaims; kills: lmkd's reasons for them; a peak throughput: the
+switches, faults, direct reclaim, kills, how each repetition settled after
+lmkd's last kill, how much of its goal a kswapd round reclaims; kills:
+lmkd's reasons for them; a peak throughput: the
 share of the disk and the ratio the disk allows, bulk batch size against
-the unit, request size; reclaim CPU: kshrinkd's scanning per victim,
+the unit, request size; reclaim CPU: its cost per page freed,
+kshrinkd's scanning per victim,
 victims that went back to the LRU; flash writes: pages written to swap
 per anon page reclaimed). Facts only, medians of the main campaign's ok
 runs, scheme beside base; the interpretation is the README's.
@@ -73,6 +75,18 @@ def _kill_reasons(schemes: dict, scheme: str, base: str) -> str | None:
     return "LMKD kills by reason: " + "; ".join(parts) if parts else None
 
 
+def _settled(schemes: dict, scheme: str, base: str) -> str | None:
+    """Each repetition's file refaults per second after lmkd's last kill
+    (settled_state.py): which ones ended thrashing file pages with swap full."""
+    parts = []
+    for name in (scheme, base):
+        rates = [r.get("settled.file_refaults_per_s") for r in schemes.get(name, {}).get("by_rep", [])]
+        if rates:
+            parts.append(f"{name} " + ", ".join(_fmt(v) for v in rates))
+    return ("file refaults per second after the last kill, per repetition: " + "; ".join(parts)
+            if parts else None)
+
+
 def _ceiling(schemes: dict, base: str, disk_mbps: float | None) -> str | None:
     """What the disk allows a peak ratio to reach: its bandwidth over base's peak."""
     peak = get_path(schemes.get(base, {}), "reclaim_mbps.peak")
@@ -99,6 +113,7 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
             pair("pgmajfault", "major faults"),
             pair("allocstall", "direct reclaims (allocstall)"),
             pair("kills", "LMKD kills"),
+            _settled(schemes, scheme, base),
             _kswapd_goal(schemes, scheme, base),
         ],
         "throughput": [
@@ -114,6 +129,7 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
         "kills": [
             pair("kills", "LMKD kills"),
             _kill_reasons(schemes, scheme, base),
+            _settled(schemes, scheme, base),
             pair("allocstall", "direct reclaims (allocstall)"),
             pair("pswpout_mb", "swap out MB"),
             pair("swap_writes_per_anon_freed", "pages written to swap per anon page reclaimed"),
@@ -125,6 +141,8 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
             _kswapd_goal(schemes, scheme, base),
         ],
         "reclaim_cpu": [
+            pair("reclaim_cpu_us_per_page", "reclaim CPU µs per page freed"),
+            _settled(schemes, scheme, base),
             pair("reclaim_cpu_s.kswapd", "kswapd CPU s"),
             _one(schemes, scheme, "reclaim_cpu_s.kshrinkd", "kshrinkd CPU s"),
             _per(schemes, scheme, "pmr.pgscan_kshrinkd", "pmr.pmr_victim_added",

@@ -489,3 +489,14 @@ def test_campaigns_of_the_same_name_get_their_own_disk_images(tmp_path):
     b = campaign.disk_dir(tmp_path / "two" / "main", "pmr-r1")
     assert a != b and a.name == b.name == "pmr-r1" and a.parent.name.startswith("main-")
     assert campaign.disk_dir(tmp_path / "one" / "main", "pmr-r1") == a
+
+
+def test_response_shortfall_lists_how_each_repetition_settled():
+    schemes = {"pmr": {"by_rep": [{"rep": 1, "settled.file_refaults_per_s": 812.4},
+                                  {"rep": 2, "settled.file_refaults_per_s": 12.0}]},
+               "original": {"by_rep": [{"rep": 1, "settled.file_refaults_per_s": None}]}}
+    lines = shortfall.evidence("response_time", "pmr", "original", schemes)
+    assert ("file refaults per second after the last kill, per repetition: "
+            "pmr 812, 12.0; original –") in lines
+    assert not any("per repetition" in line
+                   for line in shortfall.evidence("response_time", "pmr", "original", {}))
