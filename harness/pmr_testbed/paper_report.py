@@ -219,6 +219,13 @@ def disk_mbps(collected: dict[str, Collected]) -> float | None:
     return bw.get("write_mbps") if bw else None
 
 
+def floor_ms(collected: dict[str, Collected]) -> float | None:
+    """The `floor` campaign's response time (original without memory pressure)."""
+    floor = collected.get("floor")
+    entry = ((floor.summary or {}).get("schemes") or {}).get(BASELINE) if floor else None
+    return get_path(entry, "response_ms.mean") if entry else None
+
+
 def headline_ratios(collected: dict[str, Collected]) -> dict[str, dict]:
     main = collected.get("main")
     return {h.key: headline_ratio(h, main.ok if main else None, disk_mbps(collected))
@@ -687,7 +694,8 @@ def shortfall_lines(p: PaperPlan, ratios: dict[str, dict],
     for key, r in ratios.items():
         if r["status"] == "missed":
             facts = shortfall.evidence(key, r["scheme"], r["base"], schemes,
-                                       unit_kb=p.main_unit_kb, disk_mbps=disk_mbps(collected))
+                                       unit_kb=p.main_unit_kb, disk_mbps=disk_mbps(collected),
+                                       floor_ms=floor_ms(collected))
             lines += [f"### {r['title']} ({r['scheme']} / {r['base']})", "",
                       f"Ours {_ratio_cell(r)}, target {_target_text(r)}, paper "
                       f"{'–' if r['paper'] is None else format(r['paper'], '.3f')}.", ""]

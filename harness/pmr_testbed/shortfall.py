@@ -2,7 +2,8 @@
 bear on it, for paper.md's "What fell short" section (paper_report.py).
 
 Each headline names the figures a reader checks first when it is missed
-(a response time: the cold launches' share of it, the swap-ins of the hot
+(a response time: how far down the response time without memory pressure
+lets any scheme go, the cold launches' share of it, the swap-ins of the hot
 switches, faults, direct reclaim, kills, how each repetition settled after
 lmkd's last kill, how much of its goal a kswapd round reclaims; kills:
 lmkd's reasons for them; a peak throughput: the
@@ -96,15 +97,27 @@ def _ceiling(schemes: dict, base: str, disk_mbps: float | None) -> str | None:
             f"({_fmt(disk_mbps)} MB/s over {base}'s {_fmt(peak)} MB/s)")
 
 
+def _floor(schemes: dict, base: str, floor_ms: float | None) -> str | None:
+    """What no scheme can remove: the response time without memory pressure."""
+    base_ms = get_path(schemes.get(base, {}), "response_ms.mean")
+    if floor_ms is None or not base_ms:
+        return None
+    return (f"response mean without memory pressure (`floor`): {_fmt(floor_ms)} ms, so no "
+            f"scheme's ratio against {base} ({_fmt(base_ms)} ms) can go below "
+            f"{floor_ms / base_ms:.2f}")
+
+
 def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: float | None = None,
-             unit_kb: int | None = None) -> list[str]:
+             unit_kb: int | None = None, floor_ms: float | None = None) -> list[str]:
     """Bullet lines (without the bullet) for headline `key`; empty when the
-    runs have none of its figures."""
+    runs have none of its figures. `floor_ms` is the response time of the
+    `floor` campaign (paper.py), when it ran."""
     if base not in schemes:   # e.g. the disk: set the scheme against original
         base = "original"
     pair = lambda dotted, title: _pair(schemes, dotted, title, scheme, base)  # noqa: E731
     facts: dict[str, list[str | None]] = {
         "response_time": [
+            _floor(schemes, base, floor_ms),
             pair("switch_kinds.cold.share", "cold launches' share of the summed response time"),
             pair("switch_kinds.cold.mean_ms", "cold launch mean ms"),
             pair("switch_kinds.hot.mean_ms", "hot switch mean ms"),

@@ -60,7 +60,10 @@ def test_full_plan_runs_every_scheme_file(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "SCHEMES_DIR", schemes_dir)
     p = paper.plan(tmp_path / "out")
     by_name = {c.name: c for c in p.campaigns}
-    assert list(by_name) == ["main", "devices", "delta", "unit-pixel6pro", "unit-pixel5"]
+    assert list(by_name) == ["main", "devices", "delta", "unit-pixel6pro", "unit-pixel5",
+                             "floor"]
+    floor = by_name["floor"]
+    assert (floor.profile, floor.schemes, floor.rounds) == ("pixel6pro-roomy", ("original",), 10)
     assert by_name["main"].schemes == ("original", "mglru", "pps", "pmr", "ice")
     assert p.reps == 3 and all(c.reps == 3 for c in p.campaigns)
     assert (by_name["main"].rounds, by_name["devices"].rounds) == (10, 10)
@@ -500,3 +503,23 @@ def test_response_shortfall_lists_how_each_repetition_settled():
             "pmr 812, 12.0; original –") in lines
     assert not any("per repetition" in line
                    for line in shortfall.evidence("response_time", "pmr", "original", {}))
+
+
+def test_response_shortfall_names_the_floor_no_scheme_can_pass():
+    schemes = {"pmr": {"response_ms": {"mean": 150.0}},
+               "original": {"response_ms": {"mean": 130.0}}}
+    lines = shortfall.evidence("response_time", "pmr", "original", schemes, floor_ms=104.0)
+    assert ("response mean without memory pressure (`floor`): 104 ms, so no scheme's ratio "
+            "against original (130 ms) can go below 0.80") in lines
+    assert not any("floor" in line
+                   for line in shortfall.evidence("response_time", "pmr", "original", schemes))
+
+
+def test_floor_ms_comes_from_the_floor_campaigns_original():
+    spec = paper.CampaignSpec("floor", "response time without memory pressure",
+                              "pixel6pro-roomy", ("original",), 3, 10)
+    summary = {"schemes": {"original": {"response_ms": {"mean": 104.4}}}}
+    assert paper_report.floor_ms({"floor": paper_report.Collected(spec, "finished", summary)}) \
+        == pytest.approx(104.4)
+    assert paper_report.floor_ms({"floor": paper_report.Collected(spec, "missing")}) is None
+    assert paper_report.floor_ms({}) is None
