@@ -23,6 +23,10 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   `reclaim_mbps.mean` is the mean over windows in which the device wrote
   anything (idle windows would measure the workload's pauses, not reclaim),
   None when it wrote nothing.
+- `memory_stall_s`: the time some task (`some`) and every task (`full`)
+  stalled on memory over the run, in s, from psi.csv's cumulative
+  /proc/pressure/memory totals (last sample minus first): what reclaim
+  costs the workload in waiting, and what lmkd's PSI triggers fire on.
 - vmstat figures: last sample minus first sample; `allocstall` sums every
   `allocstall_<zone>` counter (one per zone type: a direct-reclaim entry).
   `swap_writes_per_anon_freed` is pswpout / pgsteal_anon: near 1 when
@@ -111,6 +115,7 @@ class RunMetrics:
     reclaim_t_s: list[float]
     reclaim_series_mbps: list[float]
     reclaim_mbps: dict[str, float | None]
+    memory_stall_s: dict[str, float]
     allocstall: int
     pgmajfault: int
     pswpout_mb: float
@@ -180,6 +185,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         reclaim_t_s=t_s,
         reclaim_series_mbps=mbps,
         reclaim_mbps=throughput_stats(mbps),
+        memory_stall_s=memory_stall(run_dir / "psi.csv"),
         allocstall=vm["allocstall"],
         pgmajfault=vm["pgmajfault"],
         pswpout_mb=vm["pswpout"] * PAGE_BYTES / MB,
@@ -271,6 +277,13 @@ def switch_kinds(switch_events: list[dict], vmstat: tuple[list[str], list[list[s
     swapins = np.interp(ends, t_ms, pswpin) - np.interp(starts, t_ms, pswpin)
     kinds["hot"]["swapin_pages"] = int(round(float(swapins.sum())))
     return kinds
+
+
+def memory_stall(path: Path) -> dict[str, float]:
+    """PSI memory stall seconds over the run, `some` and `full`."""
+    header, rows = read_table(path)
+    totals = {kind: header.index(f"{kind}_total_us") for kind in ("some", "full")}
+    return {kind: (int(rows[-1][col]) - int(rows[0][col])) / 1e6 for kind, col in totals.items()}
 
 
 def read_table(path: Path) -> tuple[list[str], list[list[str]]]:

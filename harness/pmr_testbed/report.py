@@ -84,7 +84,8 @@ HEADLINE = [  # (column title, dotted path in a scheme entry)
     ("response mean ms", "response_ms.mean"), ("p50 ms", "response_ms.p50"),
     ("p95 ms", "response_ms.p95"), ("reclaim mean MB/s", "reclaim_mbps.mean"),
     ("reclaim peak MB/s", "reclaim_mbps.peak"), ("kills", "kills"),
-    ("allocstall", "allocstall"), ("major faults", "pgmajfault"),
+    ("allocstall", "allocstall"), ("memory stall s (PSI some)", "memory_stall_s.some"),
+    ("major faults", "pgmajfault"),
     ("swap out MB", "pswpout_mb"), ("cold launches", "cold_launches"),
     ("hot launches", "hot_launches"), ("reclaim CPU s", "reclaim_cpu_total"),
     ("reclaim CPU µs/page", "reclaim_cpu_us_per_page"),
@@ -92,6 +93,7 @@ HEADLINE = [  # (column title, dotted path in a scheme entry)
 ]
 RATIO_TITLES = {"response_ms.mean": "response mean", "reclaim_mbps.peak": "reclaim peak",
                 "kills": "kills", "allocstall": "allocstall",
+                "memory_stall_s.some": "memory stall",
                 "reclaim_cpu_total": "reclaim CPU",
                 "reclaim_cpu_us_per_page": "reclaim CPU per page", "pswpout_mb": "swap out"}
 PRESSURE_PANELS = [("kills", "LMKD kills"), ("allocstall", "Direct reclaims (allocstall)"),
@@ -633,7 +635,8 @@ def disk_share_lines(s: dict) -> list[str]:
             + (", ".join(shares) if shares else "–") + "."]
 
 
-BY_REP_COLUMNS = [("kills", "kills"), ("settled.last_kill_s", "last kill s"),
+BY_REP_COLUMNS = [("kills", "kills"), ("memory_stall_s.some", "memory stall s"),
+                  ("settled.last_kill_s", "last kill s"),
                   ("settled.file_refaults_per_s", "file refaults/s after it"),
                   ("settled.swap_free_mb_min", "least swap free after it, MB"),
                   ("response_ms.mean", "response mean ms"), ("allocstall", "allocstall"),

@@ -42,16 +42,19 @@ BASELINE = "original"
 FigPath = tuple[str, ...]
 # figures that every scheme with ok runs has as numbers
 NUMBERS = ("kills", "allocstall", "pgmajfault", "pswpout_mb", "cold_launches", "hot_launches")
+# ... and nested ones
+NESTED_NUMBERS = ("memory_stall_s.some", "memory_stall_s.full")
 # figures that may be None (no switches, no swap writes, no optional file)
 NULLABLE = ("response_ms.mean", "response_ms.p50", "response_ms.p95", "reclaim_mbps.mean",
             "reclaim_mbps.peak", "swap_write_kb.mean", "reclaim_cpu_total",
             "reclaim_cpu_us_per_page", "swap_writes_per_anon_freed")
 RATIO_FIGURES = ("response_ms.mean", "reclaim_mbps.peak", "kills", "allocstall",
-                 "reclaim_cpu_total", "reclaim_cpu_us_per_page", "pswpout_mb")
+                 "memory_stall_s.some", "reclaim_cpu_total", "reclaim_cpu_us_per_page",
+                 "pswpout_mb")
 # per-run groups of figures, possibly nested, None where a run has none
 NESTED = ("switch_kinds", "settled", "pmr", "writeback", "bulk", "kswapd_rounds")
 # the figures `by_rep` lists for each repetition of a scheme
-BY_REP = ("kills", "settled.last_kill_s", "settled.file_refaults_per_s",
+BY_REP = ("kills", "memory_stall_s.some", "settled.last_kill_s", "settled.file_refaults_per_s",
           "settled.swap_free_mb_min", "response_ms.mean", "allocstall", "reclaim_cpu_total",
           "reclaim_cpu_us_per_page")
 # groups that every scheme with ok runs has, as an object or null
@@ -98,7 +101,7 @@ def load_runs(results_dir: Path, campaign: dict) -> tuple[dict[str, list[Run]], 
 def run_figures(m: RunMetrics) -> dict[FigPath, float | None]:
     """The scalar figures of one run, keyed by path in the summary schema."""
     fig: dict[FigPath, float | None] = {}
-    for group in ("response_ms", "reclaim_mbps"):
+    for group in ("response_ms", "reclaim_mbps", "memory_stall_s"):
         fig |= {(group, k): v for k, v in getattr(m, group).items()}
     fig |= {(name,): getattr(m, name) for name in NUMBERS}
     fig[("reclaim_cpu_total",)] = m.reclaim_cpu_total
@@ -281,7 +284,7 @@ def _scheme_problems(name: str, entry) -> list[str]:
         extra = sorted(set(entry) - {"runs"})
         return [f"{where}: no ok runs but has figures {extra}"] if extra else []
     problems = [f"{where}.{k}: missing or not a number"
-                for k in NUMBERS if not _is_number(get_path(entry, k))]
+                for k in (*NUMBERS, *NESTED_NUMBERS) if not _is_number(get_path(entry, k))]
     for dotted in NULLABLE:
         parent, _, key = dotted.rpartition(".")
         container = get_path(entry, parent) if parent else entry

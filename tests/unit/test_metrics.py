@@ -112,6 +112,12 @@ def test_reclaim_cpu_summed_by_family(tmp_path):
     assert m.reclaim_cpu_total == pytest.approx(17.25)
 
 
+def test_memory_stall_from_psi_totals(tmp_path):
+    # fakerun's psi.csv: some_total_us = 20 x t_ms, full_total_us = 5 x t_ms, over 3 s
+    m = load_run(write_run(tmp_path / "r"))
+    assert m.memory_stall_s == pytest.approx({"some": 0.06, "full": 0.015})
+
+
 def test_reclaim_cpu_per_page_freed(tmp_path):
     m = load_run(write_run(tmp_path / "r", threads_cpu={"kswapd0": 3.0, "kshrinkd0": 1.0},
                            vmstat_increments={"pgsteal_kswapd": 150_000, "pgsteal_direct": 50_000}))

@@ -136,6 +136,8 @@ def test_setup_is_copied(tmp_path):
      "spread.kills"),
     (lambda s: s["schemes"]["pmr"].pop("writeback"), "schemes.pmr.writeback"),
     (lambda s: s["schemes"]["original"].__setitem__("bulk", 12), "schemes.original.bulk"),
+    (lambda s: s["schemes"]["pmr"]["memory_stall_s"].pop("some"),
+     "schemes.pmr.memory_stall_s.some"),
 ])
 def test_validate_summary_catches_schema_problems(tmp_path, damage, problem):
     s = write_summary(_results(tmp_path, {"original": [1, 2], "pmr": [0, 1]}))
@@ -211,7 +213,7 @@ def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
     assert [r["rep"] for r in rows] == [1, 2, 3]
     assert [r["kills"] for r in rows] == [2, 5, 3]
     assert rows[0]["settled.last_kill_s"] == pytest.approx(6.0)
-    assert set(rows[0]) == {"rep", "kills", "settled.last_kill_s",
+    assert set(rows[0]) == {"rep", "kills", "memory_stall_s.some", "settled.last_kill_s",
                             "settled.file_refaults_per_s", "settled.swap_free_mb_min",
                             "response_ms.mean", "allocstall", "reclaim_cpu_total",
                             "reclaim_cpu_us_per_page"}
