@@ -2,17 +2,16 @@
 bear on it, for paper.md's "What fell short" section (paper_report.py).
 
 Each headline names the figures a reader checks first when it is missed
-(a response time: how far down the response time without memory pressure
-lets any scheme go, the cold launches' share of it, the swap-ins of the hot
+(a response time: the ratio the response time without memory pressure
+leaves reachable, the cold launches' share of it, the swap-ins of the hot
 switches, faults, direct reclaim, kills, how each repetition settled after
 lmkd's last kill, how much of its goal a kswapd round reclaims; kills:
-lmkd's reasons for them; a peak throughput: the
-share of the disk and the ratio the disk allows, bulk batch size against
-the unit, request size; reclaim CPU: its cost per page freed,
-kshrinkd's scanning per victim,
-victims that went back to the LRU; flash writes: pages written to swap
-per anon page reclaimed). Facts only, medians of the main campaign's ok
-runs, scheme beside base; the interpretation is the README's.
+lmkd's reasons for them; a peak throughput: the share of the disk and the
+ratio the disk allows, bulk batch size against the unit, request size;
+reclaim CPU: its cost per page freed, kshrinkd's scanning per victim,
+victims that went back to the LRU; flash writes: pages written to swap per
+anon page reclaimed). Facts only, medians of the main campaign's ok runs,
+scheme beside base; the interpretation is the README's.
 """
 
 from __future__ import annotations
