@@ -80,7 +80,8 @@ def _settled(schemes: dict, scheme: str, base: str) -> str | None:
     (settled_state.py): which ones ended thrashing file pages with swap full."""
     parts = []
     for name in (scheme, base):
-        rates = [r.get("settled.file_refaults_per_s") for r in schemes.get(name, {}).get("by_rep", [])]
+        reps = schemes.get(name, {}).get("by_rep", [])
+        rates = [r.get("settled.file_refaults_per_s") for r in reps]
         if rates:
             parts.append(f"{name} " + ", ".join(_fmt(v) for v in rates))
     return ("file refaults per second after the last kill, per repetition: " + "; ".join(parts)
