@@ -88,6 +88,8 @@ PAGE_BYTES = 4096
 SECTOR_BYTES = 512
 MB = 2**20
 WINDOW_MS = 1000
+# a CSV file read by read_table: its header and its rows
+Table = tuple[list[str], list[list[str]]]
 VMSTAT_DELTAS = ("pgmajfault", "pswpout", "pswpin", "pgscan_kswapd", "pgscan_direct",
                  "pgsteal_kswapd", "pgsteal_direct", "pgsteal_anon")
 OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json", "meminfo.csv")
@@ -286,7 +288,7 @@ def memory_stall(path: Path) -> dict[str, float]:
     return {kind: (int(rows[-1][col]) - int(rows[0][col])) / 1e6 for kind, col in totals.items()}
 
 
-def read_table(path: Path) -> tuple[list[str], list[list[str]]]:
+def read_table(path: Path) -> Table:
     with open(_require(path), newline="") as fh:
         rows = list(csv.reader(fh))
     if len(rows) < 3:
@@ -307,9 +309,6 @@ def vmstat_deltas(path: Path) -> dict[str, int]:
     deltas = {k: int(last[k]) - int(first[k]) for k in VMSTAT_DELTAS}
     deltas["allocstall"] = sum(int(last[k]) - int(first[k]) for k in allocstall_keys)
     return deltas
-
-
-Table = tuple[list[str], list[list[str]]]
 
 
 def victim_series(vmstat: Table) -> tuple[list[float], list[float]]:

@@ -19,22 +19,23 @@ schemes do; this is what each run's figures say about it:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-MB = 2**20
-KIB = 1024
-# a CSV's header and rows, as metrics.read_table returns them
-Table = tuple[list[str], list[list[str]]]
+if TYPE_CHECKING:   # metrics imports this module
+    from .metrics import Table
 
 
 def settled_state(kills: list[dict], vmstat: Table, meminfo: Table | None) -> dict:
     """The figures above from one run's kill events, vmstat.csv and
     meminfo.csv (None when the run has none)."""
     header, rows = vmstat
-    t_ms = np.array([float(r[header.index("t_ms")]) for r in rows])
+    t, refault = header.index("t_ms"), header.index("workingset_refault_file")
+    t_ms = np.array([float(r[t]) for r in rows])
+    refaults = np.array([float(r[refault]) for r in rows])
     last_kill_ms = max((float(k["t_ms"]) for k in kills), default=None)
     since_ms = t_ms[0] if last_kill_ms is None else last_kill_ms
-    refaults = np.array([float(r[header.index("workingset_refault_file")]) for r in rows])
     span_s = (t_ms[-1] - since_ms) / 1000
     rate = ((refaults[-1] - np.interp(since_ms, t_ms, refaults)) / span_s
             if span_s > 0 else None)
@@ -49,4 +50,4 @@ def swap_free_min_mb(meminfo: Table | None, since_ms: float) -> float | None:
     header, rows = meminfo
     t, free = header.index("t_ms"), header.index("swap_free_kb")
     after = [float(r[free]) for r in rows if float(r[t]) >= since_ms]
-    return min(after) * KIB / MB if after else None
+    return min(after) / 1024 if after else None   # kB -> MB (2**20 bytes)

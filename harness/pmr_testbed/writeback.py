@@ -26,15 +26,18 @@ its page count), not every page.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .trace import Trace
 
+if TYPE_CHECKING:   # metrics imports this module
+    from .metrics import Table
+
 WRITEBACK_EVENT = "mm_vmscan_writeback_time"
 BATCH_EVENT = "mm_vmscan_pmr_batch"
 BULK_COUNTERS = ("pmr_batch", "pmr_batch_pages", "pmr_batch_pageout", "pmr_batch_unmap_us")
-
-Table = tuple[list[str], list[list[str]]]
 
 
 def _percentiles(values: list[float], which: tuple[int, ...]) -> dict[str, float | None]:
