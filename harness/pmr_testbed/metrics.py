@@ -162,7 +162,8 @@ def load_run(run_dir: Path) -> RunMetrics:
                 for e in switch_events]
     kills = [e for e in events if e["type"] == "kill"]
     kinds = Counter(s["kind"] for s in switches)
-    vm = vmstat_deltas(run_dir / "vmstat.csv")
+    vmstat = read_table(run_dir / "vmstat.csv")
+    vm = vmstat_deltas(vmstat, run_dir / "vmstat.csv")
     t_s, mbps = reclaim_throughput(run_dir / "diskstat.csv", run["swap_dev"])
     threads = _read_optional_json(run_dir / "threads_cpu.json")
     hist = _read_optional_json(run_dir / "swap_write_hist.json")
@@ -170,7 +171,6 @@ def load_run(run_dir: Path) -> RunMetrics:
         trace = read_trace(run_dir / "trace.txt")
     except ValueError as e:
         raise RunError(f"{run_dir / 'trace.txt'}: {e}") from None
-    vmstat = read_table(run_dir / "vmstat.csv")
     meminfo = read_table(run_dir / "meminfo.csv") if (run_dir / "meminfo.csv").exists() else None
     victim_t_s, victim_mb = victim_series(vmstat)
     rounds = kswapd_rounds(trace)
@@ -296,9 +296,10 @@ def read_table(path: Path) -> Table:
     return rows[0], rows[1:]
 
 
-def vmstat_deltas(path: Path) -> dict[str, int]:
-    """Last minus first sample of the counters we report, and of allocstall_*."""
-    header, rows = read_table(path)
+def vmstat_deltas(vmstat: Table, path: Path) -> dict[str, int]:
+    """Last minus first sample of the counters we report, and of allocstall_*,
+    from vmstat.csv's table (`path` names the file in an error)."""
+    header, rows = vmstat
     first = dict(zip(header, rows[0]))
     last = dict(zip(header, rows[-1]))
     allocstall_keys = [k for k in header if k.startswith("allocstall_")]
