@@ -5,6 +5,8 @@ place; the run directory is shared read-write (`--rwdir`) and receives all
 results. The swap disk's QEMU throttling comes from the device profile. A
 guest that exits non-zero, panics, or outlives its deadline raises GuestError
 carrying the console tail; whatever it wrote so far stays in the run dir.
+A guest whose kernel never starts virtme-ng's init is booted once more: the
+workload had not begun, so nothing of a run is lost or repeated.
 """
 
 from __future__ import annotations
@@ -26,6 +28,15 @@ from .errors import GuestError, UserError
 
 ACCEL_CACHE = paths.BUILD_DIR / "accel.json"
 KVM_PROBE_TIMEOUT_S = 10
+# The kernel starts virtme-ng's init within 3-20 s under TCG, a KASAN kernel
+# on a loaded host within 80 s; a guest that has not within this many host
+# seconds hung in the kernel's boot (seen once under TCG, in PCI
+# enumeration, 0.7 s in) and is booted again, up to BOOT_ATTEMPTS times.
+BOOT_WATCHDOG_S = 300.0
+BOOT_ATTEMPTS = 2
+# virtme-ng's init logs through the kernel: "[    2.68] virtme-ng-init: ..."
+USERSPACE_MARKER = re.compile(r"^\[[ \d.]+\] virtme-ng-init: ", re.MULTILINE)
+BOOT_POLL_S = 2.0
 # Console lines that mean the kernel is unwell; a run that shows one fails.
 SPLAT_PATTERNS = [
     r"Kernel panic", r"\bBUG: ", r"\bOops\b", r"WARNING: .* at ", r"WARNING: CPU: ",
@@ -202,31 +213,74 @@ def vng_command(kernel: Path, *, exec_cmd: str | None, ram_mb: int, cpus: int, a
     return cmd
 
 
+class BootHang(GuestError):
+    """The kernel never started user space: the workload did not begin."""
+
+
 def boot(kernel: Path, *, exec_cmd: str, console_path: Path, deadline_s: float, ram_mb: int,
          cpus: int, accel: str, rwdirs: list[Path], disks: list[Disk] = (),
          append: list[str] | None = None, check_splats: bool = True) -> BootResult:
     """Boot, run exec_cmd, and return its exit status and the console.
 
     Raises GuestError if the guest outlives deadline_s, if the console shows
-    a kernel splat (check_splats), or if QEMU itself fails to start.
+    a kernel splat (check_splats), or if QEMU itself fails to start; and
+    BootHang if the kernel did not reach user space in BOOT_ATTEMPTS boots
+    (the console of each hung boot is kept beside console_path).
     """
     cmd = vng_command(kernel, exec_cmd=exec_cmd, ram_mb=ram_mb, cpus=cpus, accel=accel,
                       rwdirs=list(rwdirs), disks=list(disks), append=append)
     console_path.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, BOOT_ATTEMPTS + 1):
+        try:
+            return _boot_once(cmd, console_path, deadline_s, check_splats)
+        except BootHang as hang:
+            kept = console_path.with_name(f"{console_path.stem}.boot-hang-{attempt}.log")
+            console_path.replace(kept)
+            if attempt == BOOT_ATTEMPTS:
+                raise BootHang(f"{hang} ({attempt} boots; consoles: {kept.parent}/"
+                               f"{console_path.stem}.boot-hang-*.log)", hang.console_tail) from None
+            print(f"warning: {hang}; console kept as {kept}; booting again", file=sys.stderr)
+    raise AssertionError("unreachable")
+
+
+def _userspace_started(console_path: Path) -> bool:
+    return USERSPACE_MARKER.search(console_path.read_text(errors="replace")) is not None
+
+
+def _wait(proc: subprocess.Popen, console_path: Path, start: float,
+          deadline_s: float) -> tuple[int | None, bool]:
+    """The guest's exit status (None if it outlived its time) and whether its
+    kernel started user space. Until it has, the time is BOOT_WATCHDOG_S."""
+    booted = False
+    while True:
+        limit = deadline_s if booted else min(deadline_s, BOOT_WATCHDOG_S)
+        left = limit - (time.monotonic() - start)
+        if left <= 0:
+            return None, booted
+        try:
+            return proc.wait(timeout=min(BOOT_POLL_S, left)), booted
+        except subprocess.TimeoutExpired:
+            booted = booted or _userspace_started(console_path)
+
+
+def _boot_once(cmd: list[str], console_path: Path, deadline_s: float,
+               check_splats: bool) -> BootResult:
     start = time.monotonic()
     with open(console_path, "w") as log:
         log.write("# " + shlex.join(cmd) + "\n")
         log.flush()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=paths.ROOT, env=vng_env())
-        try:
-            rc = proc.wait(timeout=deadline_s)
-        except subprocess.TimeoutExpired:
+        rc, booted = _wait(proc, console_path, start, deadline_s)
+        if rc is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             console = console_path.read_text(errors="replace")
+            if not booted:
+                raise BootHang(f"the kernel did not start user space within "
+                               f"{min(deadline_s, BOOT_WATCHDOG_S):.0f} s", tail(console))
             raise GuestError(f"guest did not finish within {deadline_s:.0f} s (hung or too slow); "
-                             f"console: {console_path}", tail(console)) from None
+                             f"console: {console_path}", tail(console))
     console = console_path.read_text(errors="replace")
     elapsed = time.monotonic() - start
     if check_splats:

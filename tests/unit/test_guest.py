@@ -71,3 +71,46 @@ def test_forced_accel_is_validated(monkeypatch):
         guest.detect_accel(Path("/nonexistent"))
     monkeypatch.setenv("PMR_ACCEL", "tcg")
     assert guest.detect_accel(Path("/nonexistent")) == "tcg"
+
+
+def _fake_guest(monkeypatch, script: str) -> None:
+    """Make boot() run `sh -c script` in place of vng, and watch it briefly."""
+    monkeypatch.setattr(guest, "vng_command", lambda *a, **k: ["sh", "-c", script])
+    monkeypatch.setattr(guest, "BOOT_WATCHDOG_S", 0.6)
+    monkeypatch.setattr(guest, "BOOT_POLL_S", 0.05)
+
+
+def _boot(tmp_path: Path, deadline_s: float = 5.0) -> guest.BootResult:
+    return guest.boot(Path("bzImage"), exec_cmd="true", console_path=tmp_path / "console.log",
+                      deadline_s=deadline_s, ram_mb=256, cpus=1, accel="tcg", rwdirs=[])
+
+
+def test_a_kernel_that_never_reaches_user_space_is_booted_again(tmp_path, monkeypatch):
+    # First boot hangs silently; the second starts init and exits 0.
+    flag = tmp_path / "booted-once"
+    _fake_guest(monkeypatch, f"if [ -e {flag} ]; then echo '[    6.40] virtme-ng-init: starting script'; "
+                             f"exit 0; fi; touch {flag}; echo 'pci 0000:00:01.0'; sleep 30")
+    res = _boot(tmp_path)
+    assert res.returncode == 0
+    assert "starting script" in res.console
+    hung = tmp_path / "console.boot-hang-1.log"
+    assert "pci 0000:00:01.0" in hung.read_text()
+
+
+def test_a_boot_that_hangs_every_time_fails_with_its_console(tmp_path, monkeypatch):
+    _fake_guest(monkeypatch, "echo 'Switched to clocksource tsc-early'; sleep 30")
+    with pytest.raises(guest.BootHang) as err:
+        _boot(tmp_path)
+    assert "tsc-early" in err.value.console_tail
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "console.boot-hang-1.log", "console.boot-hang-2.log"]
+
+
+def test_a_guest_that_booted_and_then_hung_is_not_booted_again(tmp_path, monkeypatch):
+    # Past the watchdog the workload may have begun: its deadline rules.
+    _fake_guest(monkeypatch, "echo '[    6.40] virtme-ng-init: starting script'; sleep 30")
+    with pytest.raises(guest.GuestError) as err:
+        _boot(tmp_path, deadline_s=1.2)
+    assert not isinstance(err.value, guest.BootHang)
+    assert "did not finish within 1 s" in str(err.value)
+    assert not list(tmp_path.glob("*boot-hang*"))
