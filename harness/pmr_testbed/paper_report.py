@@ -5,7 +5,8 @@ own results directories (each keeps its summary.json and report.md).
 paper.md puts the paper's numbers beside ours: the headline ratios against
 `original` on pixel6pro (each the median, min and max over per-rep ratios,
 rep i of one scheme against rep i of the other, marked met or missed against
-the issue's targets), then one section per figure, plot first:
+the issue's targets, with the p-value of the two schemes' difference), then
+one section per figure, plot first:
 
   plots/headline_ratios.png  the headline ratios against the paper and the targets
   plots/fig5_round_split.png kswapd's round time: page shrinking vs page writeback
@@ -38,7 +39,8 @@ from . import report, shortfall  # noqa: E402
 from .metrics import RunMetrics  # noqa: E402
 from .paper import (BASELINE, DEFAULT_DELTA, DELTA_KEY, DEVICE_SCHEMES,  # noqa: E402
                     MAIN_PROFILE, OTHER_PROFILE, UNIT_KEY, CampaignSpec, PaperPlan)
-from .report import _cell, _fmt, _table, get_path  # noqa: E402
+from .report import _cell, _fmt, _table, get_path, p_text  # noqa: E402
+from .significance import permutation_p  # noqa: E402
 from .summary import Run, build_summary, run_figures  # noqa: E402
 from .sweep import parse_name  # noqa: E402
 
@@ -154,6 +156,17 @@ def paired_ratios(ok: dict[str, list[Run]] | None, scheme: str, base: str,
     return ratios
 
 
+def scheme_p_value(ok: dict[str, list[Run]] | None, scheme: str, base: str,
+                   figure: str) -> float | None:
+    """How likely the difference of scheme's and base's repetitions in figure
+    is chance (significance.py); None without enough repetitions."""
+    if not ok or not ok.get(scheme) or not ok.get(base):
+        return None
+    values = [[v for r in ok[name] if (v := run_value(r.metrics, figure)) is not None]
+              for name in (scheme, base)]
+    return permutation_p(*values)
+
+
 def meets(value: float, target: tuple[str, float]) -> bool:
     op, bound = target
     return value <= bound if op == "<=" else value >= bound
@@ -181,6 +194,7 @@ def headline_ratio(h: Headline, ok: dict[str, list[Run]] | None,
              "median": statistics.median(values) if values else None,
              "min": min(values) if values else None, "max": max(values) if values else None,
              "pairs": len(values), "values": values, "paper": h.paper,
+             "p_value": None if h.base == DISK else scheme_p_value(ok, h.scheme, h.base, h.figure),
              "paper_note": h.paper_note,
              "target": {"op": h.target[0], "value": h.target[1]} if h.target else None,
              "met": None, "reps_meeting": None}
@@ -238,7 +252,7 @@ def _ratio_cell(r: dict) -> str:
     text = f"{r['median']:.3f}"
     if r["pairs"] > 1:
         text += f" [{r['min']:.3f}, {r['max']:.3f}]"
-    return text + f" ({r['pairs']} rep{'s' if r['pairs'] > 1 else ''})"
+    return text + f" ({r['pairs']} rep{'s' if r['pairs'] > 1 else ''}){p_text(r['p_value'])}"
 
 
 def _target_text(r: dict) -> str:
@@ -260,7 +274,7 @@ def ratio_table(ratios: dict[str, dict]) -> list[str]:
     rows = [[r["title"], f"{r['scheme']} / {r['base']}", _ratio_cell(r),
              "–" if r["paper"] is None else f"{r['paper']:.3f}", r["paper_note"],
              _target_text(r), _status_text(r)] for r in ratios.values()]
-    return _table(["figure", "ratio", "ours: median [min, max]", "paper", "paper says",
+    return _table(["figure", "ratio", "ours: median [min, max] (reps) p", "paper", "paper says",
                    "target", "status"], rows)
 
 

@@ -594,8 +594,14 @@ def sweep_lines(key: str, sweeps: list[Sweep], schemes: dict[str, dict]) -> list
     return lines
 
 
+def p_text(p: float | None) -> str:
+    """A p-value as the ratio tables print it ("" when there is none)."""
+    return "" if p is None else f" p {p:.2g}"
+
+
 def ratio_table(ratios: dict[str, dict]) -> list[str]:
-    rows = [[name, *(_cell(r[f], r["spread"].get(f)) for f in RATIO_FIGURES)]
+    rows = [[name, *(_cell(r[f], r["spread"].get(f)) + p_text(r.get("p_value", {}).get(f))
+                     for f in RATIO_FIGURES)]
             for name, r in ratios.items()]
     return _table(["scheme", *(RATIO_TITLES[f] for f in RATIO_FIGURES)], rows)
 
@@ -736,7 +742,10 @@ def render_markdown(s: dict) -> str:
     if s["ratios"]:
         lines += [f"Each scheme's median divided by `{BASELINE}`'s median (0.56 = 44% lower); "
                   "`[min, max]` of the per-rep ratios (rep i against rep i) when at least two "
-                  "reps pair up; – where original's value is 0 or missing.", "",
+                  "reps pair up; – where original's value is 0 or missing. `p` is how likely "
+                  "a difference this large between the two schemes' repetitions is by chance "
+                  "(two-sided permutation test on the means, given from 3 reps each; 3 "
+                  "reps each cannot give less than 0.1, 5 each no less than 0.008).", "",
                   *ratio_table(s["ratios"]), ""]
     else:
         lines += [f"No comparison: `{BASELINE}` has no ok runs or no other scheme has.", ""]

@@ -25,7 +25,9 @@ of the rest, and medians hide which repetitions settled how.
 scheme's median to original's median (None where original's median is 0 or
 missing), and in `ratios[scheme]["spread"]` the min and max of the per-run
 ratios over reps that both schemes completed (rep i against rep i), and
-their median, given when there are at least two such pairs.
+their median, given when there are at least two such pairs; in
+`ratios[scheme]["p_value"]` how likely the difference of the two schemes'
+repetitions is chance (significance.py; None under 3 repetitions each).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from pathlib import Path
 
 from .errors import UserError
 from .metrics import RunError, RunMetrics, load_run
+from .significance import permutation_p
 
 BASELINE = "original"
 FigPath = tuple[str, ...]
@@ -196,10 +199,13 @@ def _ratio(num: float | None, den: float | None) -> float | None:
 
 def scheme_ratios(entry: dict, base_entry: dict, runs: list[Run], base_runs: list[Run]) -> dict:
     """Ratios of one scheme's figures to the baseline's (see module docstring)."""
-    base_by_rep = {r.rep: run_figures(r.metrics) for r in base_runs}
-    pairs = [(run_figures(r.metrics), base_by_rep[r.rep]) for r in runs if r.rep in base_by_rep]
+    figures = [run_figures(r.metrics) for r in runs]
+    base_figures = [run_figures(r.metrics) for r in base_runs]
+    base_by_rep = {r.rep: f for r, f in zip(base_runs, base_figures)}
+    pairs = [(f, base_by_rep[r.rep]) for r, f in zip(runs, figures) if r.rep in base_by_rep]
     ratios: dict = {}
     spread: dict[str, dict] = {}
+    p_value: dict[str, float | None] = {}
     for dotted in RATIO_FIGURES:
         ratios[dotted] = _ratio(get_path(entry, dotted), get_path(base_entry, dotted))
         path = tuple(dotted.split("."))
@@ -208,7 +214,10 @@ def scheme_ratios(entry: dict, base_entry: dict, runs: list[Run], base_runs: lis
         if len(per_pair) >= 2:
             spread[dotted] = {"min": min(per_pair), "max": max(per_pair),
                               "median": statistics.median(per_pair), "pairs": len(per_pair)}
+        p_value[dotted] = permutation_p([v for f in figures if (v := f.get(path)) is not None],
+                                        [v for f in base_figures if (v := f.get(path)) is not None])
     ratios["spread"] = spread
+    ratios["p_value"] = p_value
     return ratios
 
 
@@ -324,4 +333,7 @@ def validate_summary(d: dict) -> list[str]:
         if name not in schemes or name == BASELINE:
             problems.append(f"ratios.{name}: not a compared scheme")
         problems += [f"ratios.{name}.{k}: missing" for k in RATIO_FIGURES if k not in ratios]
+        for k, p in ratios.get("p_value", {}).items():
+            if p is not None and not (_is_number(p) and 0 <= p <= 1):
+                problems.append(f"ratios.{name}.p_value.{k}: needs null or a number in [0, 1]")
     return problems

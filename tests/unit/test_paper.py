@@ -16,6 +16,7 @@ from fakerun import (ramp, PMR_VMSTAT_KEYS, CutOff, fake_campaign_runner, kswapd
                      trace_line, trace_text, write_campaign, write_run, writeback_time)
 from pmr_testbed import paper, paper_report, paths, profiles, report, shortfall
 from pmr_testbed.errors import UserError
+from pmr_testbed.significance import permutation_p
 from pmr_testbed.sweep import parse_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -349,6 +350,7 @@ def test_headline_ratios_pair_reps_and_mark_targets(main_3reps):
     assert r["pairs"] == 2 and r["values"] == pytest.approx([0.44, 0.47])
     assert (r["median"], r["min"], r["max"]) == pytest.approx((0.455, 0.44, 0.47))
     assert (r["status"], r["reps_meeting"], r["paper"]) == ("met", 2, 0.564)
+    assert r["p_value"] is None  # 2 of pmr's reps: too few to test
     peak = ratios["peak_throughput"]
     assert peak["values"] == pytest.approx([1.8, 2.1], rel=1e-3)
     assert peak["status"] == "missed" and peak["reps_meeting"] == 1  # median 1.95 < 2.0
@@ -523,3 +525,12 @@ def test_floor_ms_comes_from_the_floor_campaigns_original():
         == pytest.approx(104.4)
     assert paper_report.floor_ms({"floor": paper_report.Collected(spec, "missing")}) is None
     assert paper_report.floor_ms({}) is None
+
+
+def test_scheme_p_value_tests_every_ok_rep_of_both(main_3reps):
+    ok = main_3reps["main"].ok
+    values = {name: [paper_report.run_value(r.metrics, "response_ms.mean") for r in ok[name]]
+              for name in ("mglru", "original")}
+    p = paper_report.scheme_p_value(ok, "mglru", "original", "response_ms.mean")
+    assert p is not None and p == permutation_p(values["mglru"], values["original"])
+    assert paper_report.scheme_p_value(ok, "pmr", "original", "response_ms.mean") is None

@@ -93,6 +93,15 @@ def test_ratios_of_medians_and_paired_spread(tmp_path):
     assert r["pswpout_mb"] == pytest.approx(1.0)
     assert set(r) >= {"response_ms.mean", "reclaim_mbps.peak", "reclaim_cpu_total"}
     assert "original" not in s["ratios"]
+    # 3 against 3, fully apart: 2 of the 20 splits are as extreme
+    assert r["p_value"]["kills"] == pytest.approx(0.1)
+    # the same swap writes in both: nothing to tell apart
+    assert r["p_value"]["pswpout_mb"] == pytest.approx(1.0)
+
+
+def test_two_reps_give_no_p_value(tmp_path):
+    s = write_summary(_results(tmp_path, {"original": [4, 6], "pmr": [1, 3]}))
+    assert s["ratios"]["pmr"]["p_value"]["kills"] is None
 
 
 def test_ratio_against_zero_is_undefined(tmp_path):
@@ -131,6 +140,8 @@ def test_setup_is_copied(tmp_path):
     (lambda s: s.pop("dilation"), "dilation"),
     (lambda s: s["kernel"].pop("series"), "kernel"),
     (lambda s: s["ratios"]["pmr"].pop("kills"), "ratios.pmr.kills"),
+    (lambda s: s["ratios"]["pmr"]["p_value"].__setitem__("kills", 1.5),
+     "ratios.pmr.p_value.kills"),
     (lambda s: s["failed_runs"].append({"scheme": "pmr"}), "failed_runs"),
     (lambda s: s["schemes"]["original"]["spread"].__setitem__("kills", {"min": 9, "max": 1}),
      "spread.kills"),
