@@ -23,6 +23,11 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   `reclaim_mbps.mean` is the mean over windows in which the device wrote
   anything (idle windows would measure the workload's pauses, not reclaim),
   None when it wrote nothing.
+- `anon_growth_peak_mbps`: the largest growth of anonymous memory in use
+  (`nr_anon_pages` in vmstat.csv) over a 1-s window, MB/s (windows as for
+  reclaim throughput). In a run without memory pressure (the `floor`
+  campaign of `pmrtb paper`) it is how fast the apps demand memory, which
+  bounds how fast any scheme needs to reclaim.
 - `memory_stall_s`: the time some task (`some`) and every task (`full`)
   stalled on memory over the run, in s, from psi.csv's cumulative
   /proc/pressure/memory totals (last sample minus first): what reclaim
@@ -117,6 +122,7 @@ class RunMetrics:
     reclaim_t_s: list[float]
     reclaim_series_mbps: list[float]
     reclaim_mbps: dict[str, float | None]
+    anon_growth_peak_mbps: float | None
     memory_stall_s: dict[str, float]
     allocstall: int
     pgmajfault: int
@@ -187,6 +193,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         reclaim_t_s=t_s,
         reclaim_series_mbps=mbps,
         reclaim_mbps=throughput_stats(mbps),
+        anon_growth_peak_mbps=anon_growth_peak_mbps(vmstat),
         memory_stall_s=memory_stall(run_dir / "psi.csv"),
         allocstall=vm["allocstall"],
         pgmajfault=vm["pgmajfault"],
@@ -365,12 +372,31 @@ def reclaim_throughput(path: Path, swap_dev: str) -> tuple[list[float], list[flo
                        f"device is {swap_dev}")
     t_ms = np.array([float(r[col["t_ms"]]) for r in rows])
     written = np.array([float(r[col["write_sectors"]]) for r in rows]) * SECTOR_BYTES
+    return per_window_mbps(t_ms, written)
+
+
+def per_window_mbps(t_ms: np.ndarray, byte_count: np.ndarray) -> tuple[list[float], list[float]]:
+    """How much byte_count (sampled at t_ms) grew in each full 1-s window of
+    workload time, in MB/s, linearly interpolated at whole seconds: (window
+    start times in s, MB/s)."""
     first = int(np.ceil(t_ms[0] / WINDOW_MS))
     last = int(np.floor(t_ms[-1] / WINDOW_MS))
     edges_ms = np.arange(first, last + 1) * WINDOW_MS
-    at_edges = np.interp(edges_ms, t_ms, written)
+    at_edges = np.interp(edges_ms, t_ms, byte_count)
     mbps = np.diff(at_edges) / MB / (WINDOW_MS / 1000)
     return [float(t) for t in edges_ms[:-1] / 1000], [float(v) for v in mbps]
+
+
+def anon_growth_peak_mbps(vmstat: Table) -> float | None:
+    """The fastest 1-s growth of anonymous memory (`nr_anon_pages`), MB/s.
+    Without memory pressure, how fast the apps demand memory."""
+    header, rows = vmstat
+    if "nr_anon_pages" not in header or len(rows) < 2:
+        return None
+    t, anon = header.index("t_ms"), header.index("nr_anon_pages")
+    _, mbps = per_window_mbps(np.array([float(r[t]) for r in rows]),
+                              np.array([float(r[anon]) for r in rows]) * PAGE_BYTES)
+    return max(mbps) if mbps else None
 
 
 def throughput_stats(mbps: list[float]) -> dict[str, float | None]:

@@ -20,7 +20,9 @@ summary.json and report.md, then writes one combined report over them
   floor           `paper` on pixel6pro-roomy (three times the RAM: nothing
                   is reclaimed): original, the response time that no reclaim
                   scheme can remove, so the best response ratio any scheme
-                  could reach against main's original (full mode only)
+                  could reach against main's original, and how fast the apps
+                  demand memory, which no reclaim needs to outrun (full mode
+                  only)
 
 Full mode: `reps` (at least 3) repetitions of everything; main and devices
 run the scenario's 10 rounds, the two sweeps 4 rounds per run (as

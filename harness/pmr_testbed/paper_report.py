@@ -233,11 +233,12 @@ def disk_mbps(collected: dict[str, Collected]) -> float | None:
     return bw.get("write_mbps") if bw else None
 
 
-def floor_ms(collected: dict[str, Collected]) -> float | None:
-    """The `floor` campaign's response time (original without memory pressure)."""
+def floor_figure(collected: dict[str, Collected], dotted: str) -> float | None:
+    """A figure of the `floor` campaign (original without memory pressure):
+    its response time, or how fast its apps demanded memory."""
     floor = collected.get("floor")
     entry = ((floor.summary or {}).get("schemes") or {}).get(BASELINE) if floor else None
-    return get_path(entry, "response_ms.mean") if entry else None
+    return get_path(entry, dotted) if entry else None
 
 
 def headline_ratios(collected: dict[str, Collected]) -> dict[str, dict]:
@@ -709,7 +710,9 @@ def shortfall_lines(p: PaperPlan, ratios: dict[str, dict],
         if r["status"] == "missed":
             facts = shortfall.evidence(key, r["scheme"], r["base"], schemes,
                                        unit_kb=p.main_unit_kb, disk_mbps=disk_mbps(collected),
-                                       floor_ms=floor_ms(collected))
+                                       floor_ms=floor_figure(collected, "response_ms.mean"),
+                                       demand_mbps=floor_figure(collected,
+                                                                "anon_growth_peak_mbps"))
             lines += [f"### {r['title']} ({r['scheme']} / {r['base']})", "",
                       f"Ours {_ratio_cell(r)}, target {_target_text(r)}, paper "
                       f"{'–' if r['paper'] is None else format(r['paper'], '.3f')}.", ""]

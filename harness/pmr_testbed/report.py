@@ -610,6 +610,15 @@ def _setting(key: str, value) -> str:
     return f"{key} {value / 2**20:.1f} MB/s" if "_bps_" in key else f"{key} {value}"
 
 
+def _fault_text(d: dict) -> str:
+    """The page-fault slowdown, for campaigns that measured it."""
+    if "fault_factor" not in d:
+        return ""
+    return (f"; a first touch, which faults the page in, slows down {d['fault_factor']:.1f} "
+            f"times (host {d['host_fault_ns_per_page']:,.0f} ns/page, guest "
+            f"{d['guest_fault_ns_per_page']:,.0f})")
+
+
 def setup_lines(s: dict) -> list[str]:
     d, g, q = s["dilation"], s["guest"], s["qemu"]
     guest_rest = [_setting(k, v) for k, v in g.items() if k not in ("ram_mb", "cpus", "scale")]
@@ -617,7 +626,7 @@ def setup_lines(s: dict) -> list[str]:
         f"- Scenario `{s['scenario']}`, device profile `{s['profile']}`; {s['reps']} reps per "
         f"scheme, seed {s['seed']}.",
         f"- Time dilation: factor {d['factor']:.2f} (host {d['host_ns_per_page']:.1f} ns/page, "
-        f"guest {d['guest_ns_per_page']:.1f} ns/page).",
+        f"guest {d['guest_ns_per_page']:.1f} ns/page)" + _fault_text(d) + ".",
         f"- Guest: {g['ram_mb']} MB RAM, {g['cpus']} CPUs, scale {g['scale']}"
         + "".join(f", {x}" for x in guest_rest) + ".",
         f"- QEMU: accel `{q['accel']}`; I/O limits: "

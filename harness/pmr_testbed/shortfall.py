@@ -7,7 +7,8 @@ leaves reachable, the cold launches' share of it, the swap-ins of the hot
 switches, faults, direct reclaim, kills, how each repetition settled after
 lmkd's last kill, how much of its goal a kswapd round reclaims; kills:
 lmkd's reasons for them; a peak throughput: the share of the disk and the
-ratio the disk allows, bulk batch size against the unit, request size;
+ratio the disk allows, how fast the apps demand memory without pressure,
+bulk batch size against the unit, request size;
 reclaim CPU: its cost per page freed, kshrinkd's scanning per victim,
 victims that went back to the LRU; flash writes: pages written to swap per
 anon page reclaimed). Facts only, medians of the main campaign's ok runs,
@@ -107,11 +108,23 @@ def _floor(schemes: dict, base: str, floor_ms: float | None) -> str | None:
             f"{floor_ms / base_ms:.2f}")
 
 
+def _demand(schemes: dict, scheme: str, base: str, demand_mbps: float | None) -> str | None:
+    """How fast the apps demand memory without pressure, against the peaks."""
+    if demand_mbps is None:
+        return None
+    parts = [f"{n} {_fmt(p)} MB/s" for n in (scheme, base)
+             if (p := get_path(schemes.get(n, {}), "reclaim_mbps.peak")) is not None]
+    return (f"the apps' fastest second of anonymous memory growth without memory pressure "
+            f"(`floor`): {_fmt(demand_mbps)} MB/s; peak reclaim: " + ", ".join(parts))
+
+
 def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: float | None = None,
-             unit_kb: int | None = None, floor_ms: float | None = None) -> list[str]:
+             unit_kb: int | None = None, floor_ms: float | None = None,
+             demand_mbps: float | None = None) -> list[str]:
     """Bullet lines (without the bullet) for headline `key`; empty when the
-    runs have none of its figures. `floor_ms` is the response time of the
-    `floor` campaign (paper.py), when it ran."""
+    runs have none of its figures. `floor_ms` and `demand_mbps` are the
+    response time and the fastest anon growth of the `floor` campaign
+    (paper.py), when it ran."""
     if base not in schemes:   # e.g. the disk: set the scheme against original
         base = "original"
     pair = lambda dotted, title: _pair(schemes, dotted, title, scheme, base)  # noqa: E731
@@ -132,6 +145,7 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
         "throughput": [
             _disk(schemes, scheme, base, disk_mbps),
             _ceiling(schemes, base, disk_mbps),
+            _demand(schemes, scheme, base, demand_mbps),
             pair("reclaim_mbps.mean", "mean reclaim MB/s over writing seconds"),
             _batches(schemes, scheme, unit_kb),
             pair("swap_write_kb.mean", "mean swap write KiB"),

@@ -50,7 +50,7 @@ NESTED_NUMBERS = ("memory_stall_s.some", "memory_stall_s.full")
 # figures that may be None (no switches, no swap writes, no optional file)
 NULLABLE = ("response_ms.mean", "response_ms.p50", "response_ms.p95", "reclaim_mbps.mean",
             "reclaim_mbps.peak", "swap_write_kb.mean", "reclaim_cpu_total",
-            "reclaim_cpu_us_per_page", "swap_writes_per_anon_freed")
+            "reclaim_cpu_us_per_page", "swap_writes_per_anon_freed", "anon_growth_peak_mbps")
 RATIO_FIGURES = ("response_ms.mean", "reclaim_mbps.peak", "kills", "allocstall",
                  "memory_stall_s.some", "reclaim_cpu_total", "reclaim_cpu_us_per_page",
                  "pswpout_mb")
@@ -110,6 +110,7 @@ def run_figures(m: RunMetrics) -> dict[FigPath, float | None]:
     fig[("reclaim_cpu_total",)] = m.reclaim_cpu_total
     fig[("reclaim_cpu_us_per_page",)] = m.reclaim_cpu_us_per_page
     fig[("swap_writes_per_anon_freed",)] = m.swap_writes_per_anon_freed
+    fig[("anon_growth_peak_mbps",)] = m.anon_growth_peak_mbps
     fig |= {("reclaim_cpu_s", t): s for t, s in (m.reclaim_cpu_s or {}).items()}
     fig[("swap_write_kb", "mean")] = m.swap_write_kb["mean"] if m.swap_write_kb else None
     fig |= {("response_by_app", app): v for app, v in m.response_by_app.items()}

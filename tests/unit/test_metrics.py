@@ -54,6 +54,14 @@ def test_vmstat_deltas_and_allocstall_over_all_zones(tmp_path):
     assert (m.pgscan_direct, m.pgsteal_direct) == (800, 300)
 
 
+def test_anon_growth_peak_is_the_fastest_second_of_nr_anon_pages(tmp_path):
+    # 100 MB of anon over the 3 s of samples: 33.3 MB/s in each window
+    m = load_run(write_run(tmp_path / "r", vmstat_increments={"nr_anon_pages": 25600},
+                           extra_vmstat_keys=["nr_anon_pages"]))
+    assert m.anon_growth_peak_mbps == pytest.approx(100 / 3, rel=0.01)
+    assert load_run(write_run(tmp_path / "old")).anon_growth_peak_mbps is None
+
+
 def test_swap_writes_per_anon_page_reclaimed(tmp_path):
     m = load_run(write_run(tmp_path / "r", vmstat_increments={"pswpout": 21000,
                                                               "pgsteal_anon": 10000}))

@@ -517,14 +517,27 @@ def test_response_shortfall_names_the_floor_no_scheme_can_pass():
                    for line in shortfall.evidence("response_time", "pmr", "original", schemes))
 
 
-def test_floor_ms_comes_from_the_floor_campaigns_original():
+def test_floor_figures_come_from_the_floor_campaigns_original():
     spec = paper.CampaignSpec("floor", "response time without memory pressure",
                               "pixel6pro-roomy", ("original",), 3, 10)
-    summary = {"schemes": {"original": {"response_ms": {"mean": 104.4}}}}
-    assert paper_report.floor_ms({"floor": paper_report.Collected(spec, "finished", summary)}) \
-        == pytest.approx(104.4)
-    assert paper_report.floor_ms({"floor": paper_report.Collected(spec, "missing")}) is None
-    assert paper_report.floor_ms({}) is None
+    summary = {"schemes": {"original": {"response_ms": {"mean": 104.4},
+                                        "anon_growth_peak_mbps": 101.0}}}
+    collected = {"floor": paper_report.Collected(spec, "finished", summary)}
+    assert paper_report.floor_figure(collected, "response_ms.mean") == pytest.approx(104.4)
+    assert paper_report.floor_figure(collected, "anon_growth_peak_mbps") == pytest.approx(101.0)
+    missing = {"floor": paper_report.Collected(spec, "missing")}
+    assert paper_report.floor_figure(missing, "response_ms.mean") is None
+    assert paper_report.floor_figure({}, "response_ms.mean") is None
+
+
+def test_throughput_shortfall_names_how_fast_the_apps_demand_memory():
+    schemes = {"pmr": {"reclaim_mbps": {"peak": 82.0}},
+               "original": {"reclaim_mbps": {"peak": 125.0}}}
+    lines = shortfall.evidence("peak_throughput", "pmr", "original", schemes, demand_mbps=104.0)
+    assert ("the apps' fastest second of anonymous memory growth without memory pressure "
+            "(`floor`): 104 MB/s; peak reclaim: pmr 82.0 MB/s, original 125 MB/s") in lines
+    assert not any("floor" in line for line in
+                   shortfall.evidence("peak_throughput", "pmr", "original", schemes))
 
 
 def test_scheme_p_value_tests_every_ok_rep_of_both(main_3reps):

@@ -1,0 +1,40 @@
+"""dilation.py: the page-fault slowdown beside the dilation factor, and the report line."""
+
+import json
+
+from pmr_testbed import dilation, report
+
+
+def _dilation() -> dilation.Dilation:
+    return dilation.Dilation(factor=8.0, host_ns_per_page=20.0, guest_ns_per_page=160.0,
+                             host_work_iters_per_ms=600e3, guest_work_iters_per_ms=550e3,
+                             accel="tcg", host_fault_ns_per_page=400.0,
+                             guest_fault_ns_per_page=14_000.0)
+
+
+def test_fault_factor_is_the_first_rounds_slowdown_and_is_kept_in_campaign_json():
+    d = _dilation()
+    assert d.fault_factor == 35.0
+    assert json.loads(json.dumps(d.as_dict()))["fault_factor"] == 35.0
+
+
+def test_cached_dilation_with_its_fault_factor_loads_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(dilation, "CACHE", tmp_path / "dilation.json")
+    monkeypatch.setattr(dilation, "_key", lambda version, accel: "k")
+    monkeypatch.setattr(dilation.paths, "RUNTIME_BIN", tmp_path / "pmr-guest")
+    (tmp_path / "pmr-guest").write_text("")
+    (tmp_path / "dilation.json").write_text(json.dumps({"key": "k",
+                                                        "dilation": _dilation().as_dict()}))
+    assert dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path) == _dilation()
+
+
+def test_setup_line_gives_the_fault_slowdown_when_measured():
+    summary = {"scenario": "paper", "profile": "pixel6pro", "reps": 1, "seed": 1,
+               "dilation": _dilation().as_dict(), "guest": {"ram_mb": 2048, "cpus": 2,
+                                                            "scale": 0.1667},
+               "qemu": {"accel": "tcg"}}
+    line = report.setup_lines(summary)[1]
+    assert "factor 8.00" in line and "slows down 35.0 times" in line and "14,000" in line
+    old = dict(summary, dilation={"factor": 8.0, "host_ns_per_page": 20.0,
+                                  "guest_ns_per_page": 160.0})
+    assert "fault" not in report.setup_lines(old)[1]
