@@ -25,6 +25,7 @@ max(high watermark, SWAP_CLUSTER_MAX)) against `nr_reclaimed` per round.
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass
 
 from .trace import Trace
@@ -104,6 +105,21 @@ def _median(values: list[float]) -> float:
     return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
+def busiest_second_share(rounds: list[KswapdRound]) -> float:
+    """The largest share of a 1-s window (whole seconds of workload time, as
+    reclaim throughput's) that one kswapd thread spent in its rounds: near 1
+    when kswapd could not keep up, low when reclaim waited for demand."""
+    busy: dict[tuple[int, int], float] = {}
+    for r in rounds:
+        second = math.floor(r.t_start_s)
+        while second < r.t_end_s:
+            overlap = min(r.t_end_s, second + 1) - max(r.t_start_s, second)
+            if overlap > 0:
+                busy[(r.pid, second)] = busy.get((r.pid, second), 0.0) + overlap
+            second += 1
+    return min(1.0, max(busy.values(), default=0.0))
+
+
 def round_figures(rounds: list[KswapdRound]) -> dict | None:
     """One run's kswapd rounds as numbers, or None without rounds.
 
@@ -112,7 +128,7 @@ def round_figures(rounds: list[KswapdRound]) -> dict | None:
     with writeback untraced); `nr_to_reclaim` and `nr_reclaimed`: medians
     over rounds (pages), `reclaimed_ratio`: the mean of nr_reclaimed /
     nr_to_reclaim, `goal_met_share`: the share of rounds that reclaimed
-    their goal (Fig. 6)."""
+    their goal (Fig. 6); `busiest_second_share`: see busiest_second_share()."""
     if not rounds:
         return None
     n = len(rounds)
@@ -131,5 +147,6 @@ def round_figures(rounds: list[KswapdRound]) -> dict | None:
         "nr_scanned": _median([r.nr_scanned for r in rounds]),
         "reclaimed_ratio": sum(r.nr_reclaimed / max(r.nr_to_reclaim, 1) for r in rounds) / n,
         "goal_met_share": sum(r.nr_reclaimed >= r.nr_to_reclaim for r in rounds) / n,
+        "busiest_second_share": busiest_second_share(rounds),
     }
     return figures

@@ -64,7 +64,9 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   (its time, the file refault rate after it, the least SwapFree after it).
 - `kswapd_rounds` (kswapd_rounds.py, paper Figs. 5 and 6): kswapd's reclaim
   rounds from the `mm_vmscan_kswapd_round` tracepoint, each split into page
-  shrinking and page writeback; None where the kernel or the trace has none.
+  shrinking and page writeback, and the largest share of a second kswapd
+  spent in rounds (`busiest_second_share`: whether it ever fell behind);
+  None where the kernel or the trace has none.
   `kswapd_round_list` holds the rounds themselves, for the plots.
 
 A run whose run.json is missing or not `"status": "ok"` is never a result:

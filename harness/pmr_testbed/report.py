@@ -547,6 +547,7 @@ KSWAPD_ROUND_COLUMNS = [
     ("kswapd_rounds.nr_reclaimed", "nr_reclaimed"),
     ("kswapd_rounds.reclaimed_ratio", "reclaimed / goal"),
     ("kswapd_rounds.goal_met_share", "rounds that met the goal"),
+    ("kswapd_rounds.busiest_second_share", "busiest second in rounds"),
 ]
 
 
@@ -746,7 +747,9 @@ def render_markdown(s: dict) -> str:
                   "`mm_vmscan_writeback_time` events inside it, the rest is page shrinking "
                   "(paper Fig. 5: 54.8% shrinking, 45.2% writeback on the original path). "
                   "Times are means per round; nr_to_reclaim and nr_reclaimed are medians "
-                  "over rounds, in pages (Fig. 6).", "", *rounds, ""]
+                  "over rounds, in pages (Fig. 6). The busiest second is the largest share "
+                  "of a 1-s window kswapd spent in rounds: near 1 when it could not keep up "
+                  "with demand.", "", *rounds, ""]
     lines += ["## Versus original", ""]
     if s["ratios"]:
         lines += [f"Each scheme's median divided by `{BASELINE}`'s median (0.56 = 44% lower); "

@@ -8,7 +8,7 @@ switches, faults, direct reclaim, kills, how each repetition settled after
 lmkd's last kill, how much of its goal a kswapd round reclaims; kills:
 lmkd's reasons for them; a peak throughput: the share of the disk and the
 ratio the disk allows, how fast the apps demand memory without pressure,
-bulk batch size against the unit, request size;
+how busy kswapd ever was, bulk batch size against the unit, request size;
 reclaim CPU: its cost per page freed, kshrinkd's scanning per victim,
 victims that went back to the LRU; flash writes: pages written to swap per
 anon page reclaimed). Facts only, medians of the main campaign's ok runs,
@@ -146,6 +146,8 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
             _disk(schemes, scheme, base, disk_mbps),
             _ceiling(schemes, base, disk_mbps),
             _demand(schemes, scheme, base, demand_mbps),
+            pair("kswapd_rounds.busiest_second_share",
+                 "share of its busiest second kswapd spent in reclaim rounds"),
             pair("reclaim_mbps.mean", "mean reclaim MB/s over writing seconds"),
             _batches(schemes, scheme, unit_kb),
             pair("swap_write_kb.mean", "mean swap write KiB"),

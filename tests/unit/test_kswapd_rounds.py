@@ -96,6 +96,17 @@ def test_figures_means_shares_and_goals():
     assert round_figures([]) is None
 
 
+def test_busiest_second_sums_the_rounds_inside_each_second_per_thread():
+    lines = [kswapd_round(1.5, 6556, 100, 400 * MS),            # 1.1-1.5 s
+             kswapd_round(2.2, 6556, 100, 500 * MS),            # 1.7-2.2: 0.3 in s 1
+             kswapd_round(2.9, 6556, 100, 100 * MS),            # 2.8-2.9
+             kswapd_round(1.9, 6556, 100, 900 * MS, pid=38)]    # another kswapd
+    rounds = kswapd_rounds(parse_trace(trace_text(lines)))
+    # second 1: 0.4 + 0.3 for pid 37 (pid 38's 0.9 is its own thread's)
+    assert round_figures(rounds)["busiest_second_share"] == pytest.approx(0.9)
+    assert round_figures(rounds[:3])["busiest_second_share"] == pytest.approx(0.7)
+
+
 def test_without_the_writeback_event_the_split_is_unknown():
     rounds = kswapd_rounds(_trace(missing=("vmscan/mm_vmscan_writeback_time",)))
     assert all(r.writeback_ns is None and r.shrink_ns is None for r in rounds)

@@ -538,6 +538,9 @@ def test_throughput_shortfall_names_how_fast_the_apps_demand_memory():
             "(`floor`): 104 MB/s; peak reclaim: pmr 82.0 MB/s, original 125 MB/s") in lines
     assert not any("floor" in line for line in
                    shortfall.evidence("peak_throughput", "pmr", "original", schemes))
+    schemes["original"]["kswapd_rounds"] = {"busiest_second_share": 0.63}
+    assert ("share of its busiest second kswapd spent in reclaim rounds: pmr –, original 0.63"
+            in shortfall.evidence("peak_throughput", "pmr", "original", schemes))
 
 
 def test_scheme_p_value_tests_every_ok_rep_of_both(main_3reps):
