@@ -6,7 +6,10 @@ Two sources, both from PMR part 2 (storage-friendly writeback, vm.pmr_mode=2):
   with the series: one event per shrink_folio_list() call that unmapped or
   paged out anything, `nr_unmap` pages whose unmapping was tried and
   `unmap_ns` spent in try_to_unmap() and TLB flushes, `nr_pageout` pages
-  paged out and `pageout_ns` spent in pageout(). `writeback_figures` turns
+  paged out and `pageout_ns` spent in pageout(). Under pmr_mode=2 (patch
+  22) the owner-by-owner unmapping between a bulk batch's two passes adds
+  one event of its own per batch (`nr_unmap` folios tried, `unmap_ns` with
+  the rmap locking and the TLB flush, no pageout). `writeback_figures` turns
   them into per-page times; the paper's Fig. 7 point is that the original
   path's per-page unmap time is high and unstable.
 - `vmscan:mm_vmscan_pmr_batch` (trace.txt), one event per bulk batch
