@@ -7,6 +7,14 @@ its own directory; campaign.json records the setup and each run's status,
 and is rewritten after every run so partial campaigns stay readable. A last
 boot measures the swap disk's write bandwidth with fio (swap_bandwidth.py),
 which the report sets each scheme's peak reclaim throughput against.
+
+A campaign cut off part-way (the host stopped, Ctrl-C) can be continued
+(CampaignRequest.resume, used by `pmrtb paper`): the runs campaign.json
+records are kept, if the setup it records (plan, kernel, dilation, QEMU
+limits, guest) is the one this machine has now, and only the others are
+run, in the same interleaved order; the directory of the run that was cut
+off holds no result and is removed. A different setup raises SetupChanged,
+since runs on another kernel or another throttled disk are not comparable.
 """
 
 from __future__ import annotations
@@ -38,6 +46,17 @@ class CampaignRequest:
     rounds: int | None = None   # overrides the scenario's rounds (quick runs, sweeps)
     swap_bandwidth: bool = True  # end with the fio boot (swap_bandwidth.py)
     perf_hz: int = 0  # perf in the guest at this rate (kernel_profile.py); 0: off
+    resume: bool = False  # keep the runs a cut-off campaign in `out` recorded
+
+
+class SetupChanged(UserError):
+    """A cut-off campaign was run on another setup than this machine's now."""
+
+
+# what must match for a cut-off campaign's runs to be kept: everything in
+# campaign.json but the runs themselves and the fio measurement that ends it
+SETUP_KEYS = ("scenario", "rounds", "profile", "schemes", "reps", "seed", "dilation", "qemu",
+              "guest", "kernel")
 
 
 def _data_disk_mb(guest_spec: dict) -> int:
@@ -72,7 +91,7 @@ def plan(req: CampaignRequest) -> Plan:
         raise UserError(f"--reps must be at least 1, got {req.reps}")
     kernel_profile.check(req.perf_hz)
     guest_setup.check_host(profile)
-    if req.out.exists() and any(req.out.iterdir()):
+    if not req.resume and req.out.exists() and any(req.out.iterdir()):
         raise UserError(f"results directory {req.out} is not empty: pick a new --out")
     return Plan(req, profile, scenario, scheme_list)
 
@@ -96,10 +115,20 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
         "kernel": image.as_dict(),
         "runs": [],
     }
+    earlier = earlier_runs(req.out, campaign) if req.resume else {}
     _write_json(req.out / "campaign.json", campaign)
     for rep in range(1, req.reps + 1):
         for scheme in scheme_list:
             run_id = f"{run_dir_name(scheme.name)}-r{rep}"
+            if (scheme.name, rep) in earlier:
+                campaign["runs"].append(earlier[(scheme.name, rep)])
+                _write_json(req.out / "campaign.json", campaign)
+                progress(f"{run_id}: {earlier[(scheme.name, rep)]['status']} earlier, kept", False)
+                continue
+            if (req.out / "runs" / run_id).exists():
+                # cut off while it ran: no result in it
+                shutil.rmtree(req.out / "runs" / run_id)
+                progress(f"{run_id}: cut off earlier, removed and run again", False)
             progress(f"{run_id}: running", False)
             entry = {"scheme": scheme.name, "rep": rep, "dir": f"runs/{run_id}"}
             try:
@@ -121,6 +150,24 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
                                                             disk_dir(req.out, "swap-bandwidth"))
         _write_json(req.out / "campaign.json", campaign)
     return campaign
+
+
+def earlier_runs(out: Path, setup: dict) -> dict[tuple[str, int], dict]:
+    """The runs a cut-off campaign in `out` recorded, by (scheme, rep), if
+    its campaign.json records `setup` (SETUP_KEYS); none if there is no
+    campaign.json. Raises SetupChanged if the setup differs."""
+    try:
+        recorded = json.loads((out / "campaign.json").read_text())
+    except FileNotFoundError:
+        return {}
+    except json.JSONDecodeError as exc:
+        raise SetupChanged(f"{out / 'campaign.json'} is not JSON ({exc})") from exc
+    now = json.loads(json.dumps(setup))   # tuples as lists, as campaign.json has them
+    differs = [key for key in SETUP_KEYS if recorded.get(key) != now.get(key)]
+    if differs:
+        raise SetupChanged(f"{out} was run with another {', '.join(differs)} than this "
+                           "machine's now: its runs cannot be continued")
+    return {(r["scheme"], r["rep"]): r for r in recorded.get("runs", [])}
 
 
 def run_dir_name(scheme_name: str) -> str:

@@ -121,8 +121,7 @@ def paper(
     state = paper_mod.statuses(plan)
     for line in paper_mod.estimate_lines(plan, state):
         typer.echo(line)
-    n_runs = sum(c.runs for c in plan.campaigns if state[c.name] != "finished")
-    with _runs_progress(n_runs) as (progress, log):
+    with _runs_progress(paper_mod.runs_to_go(plan, state)) as (progress, log):
         result = paper_mod.run(plan, progress, say=log)
     typer.echo(f"paper: {result.markdown}")
     if result.failed_runs:

@@ -44,10 +44,13 @@ means the foreground apps' first (cold) launches only, so quick results
 are indicative, not the paper's workload.
 
 Resuming: a campaign subdirectory whose campaign.json has every run of its
-plan (ok or failed) is not run again; one cut off part-way is moved aside
-(`<name>.incomplete-<n>`) and run afresh; one that holds a different plan
-(other reps, seed, rounds or schemes) is refused, so `pmrtb paper` can be
-run again with the same --out until it is complete.
+plan (ok or failed) is not run again; one cut off part-way is continued,
+its recorded runs kept and the others run (campaign.py), if the kernel,
+dilation, QEMU limits and guest are still those it recorded, and is
+otherwise moved aside (`<name>.incomplete-<n>`) and run afresh; one that
+holds a different plan (other reps, seed, rounds or schemes) is refused.
+So `pmrtb paper` can be run again with the same --out until it is
+complete, and a cut-off loses at most the run that was going on.
 """
 
 from __future__ import annotations
@@ -112,10 +115,10 @@ class CampaignSpec:
     rounds: int
     swap_bandwidth: bool = False   # end with the fio boot (swap_bandwidth.py)
 
-    def request(self, out: Path, seed: int) -> campaign.CampaignRequest:
+    def request(self, out: Path, seed: int, resume: bool = False) -> campaign.CampaignRequest:
         return campaign.CampaignRequest(SCENARIO, self.profile, ",".join(self.schemes),
                                         self.reps, seed, out / self.name, rounds=self.rounds,
-                                        swap_bandwidth=self.swap_bandwidth)
+                                        swap_bandwidth=self.swap_bandwidth, resume=resume)
 
     @property
     def runs(self) -> int:
@@ -259,18 +262,22 @@ def _n(count: int, what: str) -> str:
 
 
 def estimate_lines(p: PaperPlan, statuses: dict[str, str]) -> list[str]:
-    """What will run and how long it should take; finished campaigns are skipped."""
+    """What will run and how long it should take; finished campaigns are
+    skipped, and the runs a cut-off one recorded are not counted again."""
     lines = [f"pmrtb paper ({'quick' if p.quick else 'full'}): {len(p.campaigns)} campaigns "
              f"in {p.out}, {_n(p.reps, 'rep')}, seed {p.seed}"]
     remaining = 0.0
     for c in p.campaigns:
         est = estimate_s(c)
-        done = statuses.get(c.name) == "finished"
-        remaining += 0 if done else est
+        status = statuses.get(c.name)
+        done = recorded_runs(p, c) if status == "partial" else 0
+        if status != "finished":
+            remaining += est - done * run_seconds(c.profile, c.rounds)
+        note = {"finished": "  [finished: skipped]",
+                "partial": f"  [cut off: {done} of {c.runs} runs done]"}.get(status, "")
         lines.append(f"  {c.name:<15} {c.profile:<9} {_n(len(c.schemes), 'scheme')} x "
                      f"{_n(c.reps, 'rep')} x {_n(c.rounds, 'round')} = {_n(c.runs, 'run')}, "
-                     f"~{_duration(est)}"
-                     + ("  [finished: skipped]" if done else ""))
+                     f"~{_duration(est)}" + note)
     total = sum(estimate_s(c) for c in p.campaigns)
     target = 20 * 60 if p.quick else 2 * 3600
     over = "" if total <= target else f" (over the {_duration(target)} target)"
@@ -304,9 +311,25 @@ def campaign_status(p: PaperPlan, spec: CampaignSpec) -> str:
     if differs:
         raise UserError(f"{d} holds another campaign ({'; '.join(differs)}): use another --out "
                         f"or remove {d} to run it again")
-    done = {(r.get("scheme"), r.get("rep")) for r in data.get("runs", [])}
+    return "finished" if _recorded(data, spec) == spec.runs else "partial"
+
+
+def _recorded(data: dict, spec: CampaignSpec) -> int:
+    """How many runs of the plan of `spec` campaign.json's `data` records."""
     wanted = {(s, rep) for s in spec.schemes for rep in range(1, spec.reps + 1)}
-    return "finished" if wanted <= done else "partial"
+    return len(wanted & {(r.get("scheme"), r.get("rep")) for r in data.get("runs", [])})
+
+
+def recorded_runs(p: PaperPlan, spec: CampaignSpec) -> int:
+    """How many runs of the plan the campaign's campaign.json records."""
+    return _recorded(_campaign_json(p.out / spec.name) or {}, spec)
+
+
+def runs_to_go(p: PaperPlan, state: dict[str, str]) -> int:
+    """The guest runs still to do, given statuses(p)."""
+    return sum(0 if state[c.name] == "finished"
+               else c.runs - (recorded_runs(p, c) if state[c.name] == "partial" else 0)
+               for c in p.campaigns)
 
 
 def statuses(p: PaperPlan) -> dict[str, str]:
@@ -359,10 +382,17 @@ def run(p: PaperPlan, progress: Progress, *, runner: RunCampaign | None = None,
             skipped.append(spec.name)
             say(f"{spec.name}: finished earlier, skipped")
             continue
-        if state[spec.name] == "partial":
-            moved[spec.name] = move_aside(d)
-            say(f"{spec.name}: cut off earlier; moved to {moved[spec.name]} and run again")
         say(f"{spec.name}: {spec.profile}, {', '.join(spec.schemes)}")
+        if state[spec.name] == "partial":
+            say(f"{spec.name}: cut off earlier, continued "
+                f"({recorded_runs(p, spec)} of {spec.runs} runs done)")
+            try:
+                runner(spec.request(p.out, p.seed, resume=True), progress)
+                ran.append(spec.name)
+                continue
+            except campaign.SetupChanged as exc:
+                moved[spec.name] = move_aside(d)
+                say(f"{spec.name}: {exc}; moved to {moved[spec.name]} and run again")
         runner(spec.request(p.out, p.seed), progress)
         ran.append(spec.name)
     collected = paper_report.collect(p)

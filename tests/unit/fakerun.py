@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pmr_testbed.campaign import SetupChanged
+
 # A 6.1 /proc/vmstat in file order (abridged), as the guest's header copies it.
 VMSTAT_KEYS = [
     "nr_free_pages", "nr_zone_inactive_anon", "nr_zone_active_anon", "nr_zone_inactive_file",
@@ -220,12 +222,15 @@ class CutOff(Exception):
     """A fake campaign stopped part-way, as by Ctrl-C or a crashed host."""
 
 
-def fake_campaign_runner(make_run, stop_after: dict[str, int] | None = None):
+def fake_campaign_runner(make_run, stop_after: dict[str, int] | None = None,
+                         setup_changed: frozenset[str] = frozenset()):
     """A stand-in for paper.run_campaign: writes what campaign.run would (a
     campaign.json rewritten after every run, and the run directories), with
     fake runs whose write_run arguments are make_run(profile, scheme, rep).
     `stop_after[campaign dir name] = n` raises CutOff after n runs of that
-    campaign. The requests it got are in `.calls`."""
+    campaign. A request to resume keeps the runs campaign.json records, or
+    raises SetupChanged for the campaigns named in `setup_changed`. The
+    requests it got are in `.calls`, the runs it made in `.runs`."""
     stop_after = stop_after or {}
 
     def runner(req, progress):
@@ -234,19 +239,28 @@ def fake_campaign_runner(make_run, stop_after: dict[str, int] | None = None):
         setup = {"reps": req.reps, "scenario": req.scenario, "profile": req.profile,
                  "seed": req.seed, "rounds": req.rounds}
         entries: list[dict] = []
+        if req.resume:
+            if req.out.name in setup_changed:
+                raise SetupChanged(f"{req.out} was run with another kernel")
+            entries = json.loads((req.out / "campaign.json").read_text())["runs"]
+        earlier = {(e["scheme"], e["rep"]) for e in entries}
         write_campaign(req.out, schemes, entries, **setup)
         for rep in range(1, req.reps + 1):
             for scheme in schemes:
+                if (scheme, rep) in earlier:
+                    continue
                 if len(entries) == stop_after.get(req.out.name):
                     raise CutOff(req.out.name)
                 write_run(req.out / "runs" / f"{scheme}-r{rep}",
                           **make_run(req.profile, scheme, rep))
+                runner.runs.append((req.out.name, scheme, rep))
                 entries.append({"scheme": scheme, "rep": rep, "status": "ok"})
                 write_campaign(req.out, schemes, entries, **setup)
                 progress(f"{scheme}-r{rep}: done", True)
         return json.loads((req.out / "campaign.json").read_text())
 
     runner.calls = []
+    runner.runs = []
     return runner
 
 

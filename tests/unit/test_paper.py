@@ -298,18 +298,45 @@ def test_a_second_run_skips_finished_campaigns(quick_out, tmp_path):
     assert (out / "paper.md").exists()
 
 
-def test_a_cut_off_campaign_is_moved_aside_and_run_again(tmp_path):
+def test_a_cut_off_campaign_is_continued(tmp_path):
+    p = paper.plan(tmp_path / "out", quick=True)
+    first = fake_campaign_runner(make_run, stop_after={"delta": 1})
+    with pytest.raises(CutOff):
+        _run(p, first)
+    assert paper.statuses(p) == {"main": "finished", "devices": "finished", "delta": "partial",
+                                 "unit-pixel6pro": "new"}
+    delta = p.campaign("delta")
+    assert paper.recorded_runs(p, delta) == 1
+    assert paper.runs_to_go(p, paper.statuses(p)) == delta.runs - 1 + p.campaign(
+        "unit-pixel6pro").runs
+    lines = paper.estimate_lines(p, paper.statuses(p))
+    assert any(line.startswith("  delta") and f"[cut off: 1 of {delta.runs} runs done]" in line
+               for line in lines)
+    runner = fake_campaign_runner(make_run)
+    result, said = _run(p, runner)
+    assert [(req.out.name, req.resume) for req in runner.calls] == [
+        ("delta", True), ("unit-pixel6pro", False)]
+    # delta's first run is kept, not run again
+    assert ("delta", delta.schemes[0], 1) in first.runs
+    assert [r for r in runner.runs if r[0] == "delta"] == [
+        ("delta", s, 1) for s in delta.schemes[1:]]
+    assert result.skipped == ["main", "devices"] and result.moved == {}
+    assert any(f"delta: cut off earlier, continued (1 of {delta.runs} runs done)" in line
+               for line in said)
+    assert set(paper.statuses(p).values()) == {"finished"}
+
+
+def test_a_cut_off_campaign_on_another_setup_is_moved_aside_and_run_again(tmp_path):
     p = paper.plan(tmp_path / "out", quick=True)
     with pytest.raises(CutOff):
         _run(p, fake_campaign_runner(make_run, stop_after={"delta": 1}))
-    assert paper.statuses(p) == {"main": "finished", "devices": "finished", "delta": "partial",
-                                 "unit-pixel6pro": "new"}
-    runner = fake_campaign_runner(make_run)
-    result, _ = _run(p, runner)
-    assert [req.out.name for req in runner.calls] == ["delta", "unit-pixel6pro"]
-    assert result.skipped == ["main", "devices"]
+    runner = fake_campaign_runner(make_run, setup_changed=frozenset({"delta"}))
+    result, said = _run(p, runner)
+    assert [(req.out.name, req.resume) for req in runner.calls] == [
+        ("delta", True), ("delta", False), ("unit-pixel6pro", False)]
     assert result.moved["delta"] == p.out / "delta.incomplete-1"
     assert json.loads((p.out / "delta.incomplete-1" / "campaign.json").read_text())["runs"]
+    assert any("another kernel; moved to" in line for line in said)
     assert set(paper.statuses(p).values()) == {"finished"}
 
 

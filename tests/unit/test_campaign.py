@@ -1,0 +1,90 @@
+"""campaign.py: continuing a cut-off campaign (CampaignRequest.resume), with
+the machine and the guest runs faked (no kernel, no guest)."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from pmr_testbed import campaign, guest_setup
+from pmr_testbed.errors import UserError
+
+
+class CutOff(Exception):
+    """The host stopped while a run was going on."""
+
+
+def _machine(factor: float = 9.0):
+    return SimpleNamespace(
+        image=SimpleNamespace(as_dict=lambda: {"flavour": "testbed", "version": "6.1",
+                                               "series": "abc"}),
+        accel="tcg", dilation=SimpleNamespace(as_dict=lambda: {"factor": factor}),
+        limits={"swap_bps_write": 1, "swap_iops_write": 2})
+
+
+@pytest.fixture
+def fake_guest(monkeypatch):
+    """Fake runs: each makes its directory; `cut_at` names the run the host
+    stops in, after its directory was made."""
+    state = SimpleNamespace(machine=_machine(), ran=[], cut_at=None)
+    monkeypatch.setattr(guest_setup, "check_host", lambda profile: None)
+    monkeypatch.setattr(guest_setup, "prepare", lambda *a, **k: state.machine)
+
+    def one_run(req, run_id, *args):
+        (req.out / "runs" / run_id).mkdir(parents=True)
+        if run_id == state.cut_at:
+            raise CutOff(run_id)
+        (req.out / "runs" / run_id / "run.json").write_text('{"status": "ok"}')
+        state.ran.append(run_id)
+
+    monkeypatch.setattr(campaign, "_one_run", one_run)
+    return state
+
+
+def _request(out, resume=False):
+    return campaign.CampaignRequest("smoke", "pixel5", "original,pmr", 2, 1, out,
+                                    swap_bandwidth=False, resume=resume)
+
+
+def _run(out, resume=False):
+    return campaign.run(campaign.plan(_request(out, resume)), lambda msg, done: None)
+
+
+def test_a_cut_off_campaign_keeps_its_runs_and_runs_the_others(tmp_path, fake_guest):
+    out = tmp_path / "c"
+    fake_guest.cut_at = "original-r2"
+    with pytest.raises(CutOff):
+        _run(out)
+    assert fake_guest.ran == ["original-r1", "pmr-r1"]
+    assert (out / "runs" / "original-r2").exists()   # what the cut-off run left
+    with pytest.raises(UserError, match="is not empty"):
+        campaign.plan(_request(out))
+    fake_guest.cut_at = None
+    result = _run(out, resume=True)
+    # the cut-off run again, then the one it never reached; the others kept
+    assert fake_guest.ran == ["original-r1", "pmr-r1", "original-r2", "pmr-r2"]
+    assert [(r["scheme"], r["rep"], r["status"]) for r in result["runs"]] == [
+        ("original", 1, "ok"), ("pmr", 1, "ok"), ("original", 2, "ok"), ("pmr", 2, "ok")]
+    assert json.loads((out / "campaign.json").read_text()) == result
+    assert (out / "runs" / "original-r2" / "run.json").exists()
+
+
+def test_a_finished_campaign_resumed_runs_nothing(tmp_path, fake_guest):
+    out = tmp_path / "c"
+    first = _run(out)
+    fake_guest.ran.clear()
+    assert _run(out, resume=True)["runs"] == first["runs"] and fake_guest.ran == []
+
+
+def test_runs_on_another_setup_are_not_continued(tmp_path, fake_guest):
+    out = tmp_path / "c"
+    fake_guest.cut_at = "pmr-r1"
+    with pytest.raises(CutOff):
+        _run(out)
+    fake_guest.machine = _machine(factor=8.5)   # dilation measured again: another disk limit
+    fake_guest.cut_at = None
+    with pytest.raises(campaign.SetupChanged, match="another dilation than"):
+        _run(out, resume=True)
+    # nothing was run or rewritten
+    assert fake_guest.ran == ["original-r1"]
+    assert json.loads((out / "campaign.json").read_text())["dilation"] == {"factor": 9.0}
