@@ -178,8 +178,10 @@ def delta_points(profile: Profile, multiples: tuple[int, ...]) -> list[DeltaPoin
 
 
 def discover_schemes() -> list[str]:
-    """Every scheme in schemes/*.toml: the paper's first, then the rest by name."""
-    found = sorted(p.stem for p in paths.SCHEMES_DIR.glob("*.toml"))
+    """Every scheme in schemes/*.toml that runs alone (not a modifier): the
+    paper's first, then the rest by name."""
+    found = sorted(p.stem for p in paths.SCHEMES_DIR.glob("*.toml")
+                   if not schemes.load(p.stem).modifier)
     return [s for s in PAPER_SCHEMES if s in found] + [s for s in found if s not in PAPER_SCHEMES]
 
 

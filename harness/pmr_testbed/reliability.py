@@ -160,7 +160,8 @@ def build_spec(p: Plan, out_dir: Path) -> dict:
     return {
         "out_dir": str(out_dir),
         "deadline_s": LOAD_DEADLINE_S,
-        "scheme": {"name": p.scheme.name, "knobs": p.scheme.knobs, "policies": p.scheme.policies},
+        "scheme": {"name": p.scheme.name, "knobs": p.scheme.knobs, "policies": p.scheme.policies,
+                   "kthreads": p.scheme.kthreads},
         "memory": spec.memory_settings(p.profile),
         "swap": {"serial": spec.SWAP_SERIAL, "zram_mb": 0},
         "swap_factor": p.req.swap_factor,

@@ -1,9 +1,18 @@
-"""Schemes (schemes/*.toml): named sets of kernel knobs and guest policies.
+"""Schemes (schemes/*.toml): named sets of kernel knobs, kernel threads'
+scheduling and guest policies.
 
 A run takes a list of schemes (`original,mglru`); a `+` combines schemes
-(`pmr+ice`): their knobs are written in order and their policies united. Two
-parts that set the same knob to different values are refused. Knob values may
-name profile fields in braces, e.g. "{pmr.unmap_unit_kb}".
+(`pmr+ice`): their knobs are written in order and their policies and
+kernel-thread settings united. Two parts that set the same knob, or the
+same kernel thread, differently are refused. Knob values may name profile
+fields in braces, e.g. "{pmr.unmap_unit_kb}".
+
+`[[kthreads]]` entries schedule kernel threads (runtime/src/kthread_sched.rs):
+`comm` names them without their node number (`kswapd` is kswapd0, ...),
+`policy` is fifo or rr with a real-time `priority` 1-99, or normal with a
+`nice` value -20..19, and `cpus` optionally lists the CPUs to keep them on.
+A scheme file with `modifier = true` only changes another scheme and is run
+combined with one (`original+kswapd-fifo`), never alone.
 
 A part may override the value of one of its knobs, named by the last
 component of the knob's path: `pmr@pmr_unmap_unit_kbytes=64` is `pmr` with
@@ -14,13 +23,17 @@ report plots against the value.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import paths, tomlfile
 from .errors import UserError
 from .profiles import Profile
 from .tomlfile import require
+
+
+POLICIES = ("fifo", "rr", "normal")
 
 
 @dataclass(frozen=True)
@@ -29,9 +42,13 @@ class Scheme:
     description: str
     knobs: list[dict]      # [{"path": ..., "value": ...}] in write order
     policies: list[str]
+    # [{"comm", "policy", "priority", "nice"[, "cpus"]}], as spec.json has them
+    kthreads: list[dict] = field(default_factory=list)
+    modifier: bool = False   # runs only combined with another scheme
 
 
-def _load_one(name: str) -> Scheme:
+def load(name: str) -> Scheme:
+    """One scheme file, schemes/<name>.toml, as written (no overrides)."""
     path = tomlfile.find(paths.SCHEMES_DIR, name, "scheme")
     data = tomlfile.load(path, "scheme")
     where = f"scheme {path.name}"
@@ -44,7 +61,42 @@ def _load_one(name: str) -> Scheme:
     policies = data.get("policies", [])
     if not isinstance(policies, list) or not all(isinstance(p, str) for p in policies):
         raise UserError(f"{where}: `policies` must be a list of names")
-    return Scheme(require(data, "name", str, where), data.get("description", ""), knobs, policies)
+    kthreads = [_kthread(k, f"{where} [[kthreads]] #{i + 1}")
+                for i, k in enumerate(data.get("kthreads", []))]
+    modifier = data.get("modifier", False)
+    if not isinstance(modifier, bool):
+        raise UserError(f"{where}: `modifier` must be true or false")
+    return Scheme(require(data, "name", str, where), data.get("description", ""), knobs, policies,
+                  kthreads, modifier)
+
+
+def _kthread(table: dict, where: str) -> dict:
+    """One `[[kthreads]]` entry, checked, as spec.json takes it."""
+    comm = require(table, "comm", str, where)
+    if not re.fullmatch(r"[A-Za-z_][\w-]*", comm):
+        raise UserError(f"{where}: comm {comm!r} must be a kernel thread's name without its "
+                        "number, e.g. kswapd")
+    policy = require(table, "policy", str, where)
+    if policy not in POLICIES:
+        raise UserError(f"{where}: policy {policy!r} must be one of {', '.join(POLICIES)}")
+    entry = {"comm": comm, "policy": policy, "priority": 0, "nice": 0}
+    if policy == "normal":
+        entry["nice"] = require(table, "nice", int, where)
+        if not -20 <= entry["nice"] <= 19:
+            raise UserError(f"{where}: nice must be -20..19, got {entry['nice']}")
+    else:
+        entry["priority"] = require(table, "priority", int, where)
+        if not 1 <= entry["priority"] <= 99:
+            raise UserError(f"{where}: priority must be 1..99 for {policy}, "
+                            f"got {entry['priority']}")
+    if "cpus" in table:
+        cpus = table["cpus"]
+        if (not isinstance(cpus, list) or not cpus
+                or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
+                           for c in cpus)):
+            raise UserError(f"{where}: cpus must be a list of CPU numbers, e.g. [1]")
+        entry["cpus"] = cpus
+    return entry
 
 
 def _expand(value: str, profile: Profile, where: str) -> str:
@@ -73,12 +125,12 @@ def _override(scheme: Scheme, text: str) -> Scheme:
                             f"(its knobs: {names})")
         for k in hits:
             k["value"] = value
-    return Scheme(scheme.name, scheme.description, knobs, scheme.policies)
+    return dataclasses.replace(scheme, knobs=knobs)
 
 
 def _load_part(part: str) -> Scheme:
     base, _, overrides = part.partition("@")
-    scheme = _load_one(base.strip())
+    scheme = load(base.strip())
     return _override(scheme, overrides) if overrides else scheme
 
 
@@ -88,6 +140,9 @@ def resolve(name: str, profile: Profile) -> Scheme:
     if not all(parts):
         raise UserError(f"scheme {name!r} is malformed: use names joined by '+' (e.g. pmr+ice)")
     loaded = [_load_part(p) for p in parts]
+    if all(s.modifier for s in loaded):
+        raise UserError(f"scheme {name!r} only modifies another scheme: combine it with one, "
+                        f"e.g. original+{loaded[0].name}")
     knobs: list[dict] = []
     seen: dict[str, tuple[str, str]] = {}
     for s in loaded:
@@ -100,7 +155,25 @@ def resolve(name: str, profile: Profile) -> Scheme:
             seen[k["path"]] = (s.name, value)
             knobs.append({"path": k["path"], "value": value})
     policies = sorted({p for s in loaded for p in s.policies})
-    return Scheme(name, " + ".join(s.description for s in loaded), knobs, policies)
+    return Scheme(name, " + ".join(s.description for s in loaded), knobs, policies,
+                  _united_kthreads(loaded, profile))
+
+
+def _united_kthreads(loaded: list[Scheme], profile: Profile) -> list[dict]:
+    """The parts' kernel-thread settings; one thread set two ways is refused,
+    and so are CPUs the profile's guest does not have."""
+    united: dict[str, tuple[str, dict]] = {}
+    for s in loaded:
+        for k in s.kthreads:
+            if k["comm"] in united and united[k["comm"]][1] != k:
+                raise UserError(f"schemes {united[k['comm']][0]} and {s.name} schedule "
+                                f"{k['comm']} differently: they cannot be combined")
+            bad = [c for c in k.get("cpus", []) if c >= profile.cpus]
+            if bad:
+                raise UserError(f"scheme {s.name}: {k['comm']} on CPU {bad[0]}, but profile "
+                                f"{profile.name}'s guest has {profile.cpus} CPUs")
+            united[k["comm"]] = (s.name, k)
+    return [k for _, k in united.values()]
 
 
 def parse_list(text: str, profile: Profile) -> list[Scheme]:

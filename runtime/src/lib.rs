@@ -29,6 +29,7 @@ pub mod child_reaper;
 pub mod control;
 pub mod events;
 pub mod knob_toggler;
+pub mod kthread_sched;
 pub mod lmkd;
 pub mod memcg_lifetime;
 pub mod memcg_stat;

@@ -46,6 +46,7 @@ use crate::checker_fate::{self, Fate};
 use crate::checker_handle::Checker;
 use crate::control::Control;
 use crate::knob_toggler::{Progress, Toggler};
+use crate::kthread_sched;
 use crate::memcg_lifetime::{self, VictimWait};
 use crate::pattern::{self, PAGE_SIZE};
 use crate::proc_files::parse_key_values;
@@ -109,6 +110,7 @@ const CHECK_ORDER: [&str; 11] = [
 pub(crate) struct Machine {
     pub(crate) kernel: String,
     pub(crate) knobs: BTreeMap<String, String>,
+    pub(crate) kthreads: Vec<kthread_sched::Applied>,
     pub(crate) swap_dev: String,
     pub(crate) cgroups: Cgroups,
     pub(crate) stress_cgroup: PathBuf,
@@ -150,6 +152,7 @@ pub fn main(spec_path: &Path) -> ExitCode {
         kernel: &machine.kernel,
         scheme: &spec.scheme.name,
         knobs: &machine.knobs,
+        kthreads: &machine.kthreads,
         mem_total_kb: machine.mem_total_kb,
         swap_total_kb: machine.swap_total_kb,
         swap_dev: &machine.swap_dev,
@@ -211,6 +214,7 @@ fn prepare(spec: &ReliabilitySpec) -> Result<Machine> {
     setup::apply_memory(&spec.memory)?;
     setup::setup_swap(&swap_dev, &spec.swap)?;
     let knobs = setup::apply_knobs(&spec.scheme.knobs)?;
+    let kthreads = kthread_sched::apply(&spec.scheme.kthreads)?;
     let mem = setup::read_meminfo()?;
     if let Some(problem) = swap_size_problem(
         spec.swap_full,
@@ -225,6 +229,7 @@ fn prepare(spec: &ReliabilitySpec) -> Result<Machine> {
     Ok(Machine {
         kernel: setup::kernel_release()?,
         knobs,
+        kthreads,
         swap_dev,
         cgroups,
         stress_cgroup,

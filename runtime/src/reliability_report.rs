@@ -2,6 +2,7 @@
 //! (pass, fail, skipped), a one-line detail and its figures, plus the run's
 //! headline figures. docs/guest-interface.md describes the file.
 
+use crate::kthread_sched::Applied;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -62,6 +63,7 @@ pub struct Report<'a> {
     pub kernel: &'a str,
     pub scheme: &'a str,
     pub knobs: &'a BTreeMap<String, String>,
+    pub kthreads: &'a [Applied],
     pub mem_total_kb: i64,
     pub swap_total_kb: i64,
     pub swap_dev: &'a str,

@@ -79,6 +79,9 @@ impl ReliabilitySpec {
                 knob.path.display()
             );
         }
+        for k in &self.scheme.kthreads {
+            k.validate()?;
+        }
         ensure!(
             self.memory.swappiness <= 200,
             "memory.swappiness must be 0..=200"

@@ -12,6 +12,7 @@ use crate::app_process::AppCommand;
 use crate::child_reaper;
 use crate::control::Control;
 use crate::events::EventLog;
+use crate::kthread_sched::Applied;
 use crate::lmkd::Lmkd;
 use crate::metrics;
 use crate::proc_registry::ProcRegistry;
@@ -68,6 +69,7 @@ struct RunRecord<'a> {
     scenario: &'a str,
     kernel: &'a str,
     knobs: &'a BTreeMap<String, String>,
+    kthreads: &'a [Applied],
     mem_total_kb: i64,
     swap_total_kb: i64,
     swap_dev: &'a str,
@@ -196,6 +198,7 @@ impl<'a> Workload<'a> {
             scenario: &spec.scenario.name,
             kernel: &self.phone.kernel,
             knobs: &self.phone.knobs,
+            kthreads: &self.phone.kthreads,
             mem_total_kb: self.phone.mem_total_kb,
             swap_total_kb: self.phone.swap_total_kb,
             swap_dev: &self.phone.swap_dev,

@@ -9,6 +9,7 @@
 
 use crate::app_files::{self, app_files, pages_of_mb, DATA_MOUNT};
 use crate::cgroup::Cgroups;
+use crate::kthread_sched;
 use crate::pattern::{self, PAGE_SIZE};
 use crate::proc_files::{self, MemInfo};
 use crate::psi;
@@ -33,6 +34,7 @@ const SBIN_DIRS: [&str; 4] = ["/usr/sbin", "/sbin", "/usr/bin", "/bin"];
 pub struct Phone {
     pub kernel: String,
     pub knobs: BTreeMap<String, String>,
+    pub kthreads: Vec<kthread_sched::Applied>,
     pub swap_dev: String,
     /// (major, minor) of the swap disk.
     pub swap_dev_number: (u32, u32),
@@ -64,6 +66,7 @@ pub fn prepare(spec: &Spec) -> Result<Phone> {
     setup_swap(&swap_dev, &spec.swap)?;
     setup_data_disk(&data_dev, spec)?;
     let knobs = apply_knobs(&spec.scheme.knobs)?;
+    let kthreads = kthread_sched::apply(&spec.scheme.kthreads)?;
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
     write("/proc/sys/vm/drop_caches", "3")?;
@@ -72,6 +75,7 @@ pub fn prepare(spec: &Spec) -> Result<Phone> {
     Ok(Phone {
         kernel: kernel_release()?,
         knobs,
+        kthreads,
         swap_dev_number: dev_numbers(&swap_dev)?,
         swap_dev,
         cgroups,

@@ -7,7 +7,7 @@
 //! apps, and the kernel's limits on PSI triggers.
 
 use anyhow::{bail, ensure, Context, Result};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -41,6 +41,60 @@ pub struct Scheme {
     pub name: String,
     pub knobs: Vec<Knob>,
     pub policies: Vec<String>,
+    /// Scheduling of kernel threads (kthread_sched.rs)
+    #[serde(default)]
+    pub kthreads: Vec<KthreadSched>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KthreadSched {
+    /// The thread's name without its number: `kswapd` for kswapd0, ...
+    pub comm: String,
+    pub policy: SchedPolicy,
+    /// Real-time priority, 1..=99, for fifo and rr
+    #[serde(default)]
+    pub priority: i32,
+    /// Nice value, -20..=19, for normal
+    #[serde(default)]
+    pub nice: i32,
+    /// CPUs to keep the thread on; its own affinity if absent
+    #[serde(default)]
+    pub cpus: Option<Vec<usize>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedPolicy {
+    Fifo,
+    Rr,
+    Normal,
+}
+
+impl KthreadSched {
+    pub fn validate(&self) -> Result<()> {
+        ensure!(!self.comm.is_empty(), "scheme kthreads: comm is empty");
+        match self.policy {
+            SchedPolicy::Fifo | SchedPolicy::Rr => ensure!(
+                (1..=99).contains(&self.priority),
+                "scheme kthreads {}: priority must be 1..=99 for fifo and rr",
+                self.comm
+            ),
+            SchedPolicy::Normal => ensure!(
+                (-20..=19).contains(&self.nice),
+                "scheme kthreads {}: nice must be -20..=19",
+                self.comm
+            ),
+        }
+        if let Some(cpus) = &self.cpus {
+            ensure!(
+                !cpus.is_empty() && cpus.iter().all(|&c| c < libc::CPU_SETSIZE as usize),
+                "scheme kthreads {}: cpus must list CPU numbers",
+                self.comm
+            );
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -226,6 +280,9 @@ impl Spec {
                 "knob path {} is not absolute",
                 knob.path.display()
             );
+        }
+        for k in &self.scheme.kthreads {
+            k.validate()?;
         }
         ensure!(
             self.memory.swappiness <= 200,
@@ -421,6 +478,21 @@ mod tests {
     }
 
     #[test]
+    fn kthreads_are_optional_and_parsed() {
+        assert!(Spec::parse(FIXTURE).unwrap().scheme.kthreads.is_empty());
+        let mut v = fixture_value();
+        v["scheme"]["kthreads"] = serde_json::json!([
+            {"comm": "kswapd", "policy": "fifo", "priority": 1, "cpus": [1]}
+        ]);
+        let k = &parse_value(&v).unwrap().scheme.kthreads[0];
+        assert_eq!(
+            (k.comm.as_str(), k.policy, k.priority),
+            ("kswapd", SchedPolicy::Fifo, 1)
+        );
+        assert_eq!(k.cpus, Some(vec![1]));
+    }
+
+    #[test]
     fn rejects_malformed_json() {
         let err = Spec::parse("{\"run_id\": \"x\",").unwrap_err();
         assert!(err.to_string().contains("EOF"), "{err}");
@@ -460,6 +532,21 @@ mod tests {
             }),
             ("unknown scheme policy", |v| {
                 v["scheme"]["policies"] = serde_json::json!(["x"])
+            }),
+            ("priority must be 1..=99", |v| {
+                v["scheme"]["kthreads"] = serde_json::json!([{"comm": "kswapd", "policy": "fifo"}])
+            }),
+            (
+                "nice must be -20..=19",
+                |v| {
+                    v["scheme"]["kthreads"] =
+                        serde_json::json!([{"comm": "kswapd", "policy": "normal", "nice": -21}])
+                },
+            ),
+            ("cpus must list CPU numbers", |v| {
+                v["scheme"]["kthreads"] = serde_json::json!([
+                    {"comm": "kswapd", "policy": "fifo", "priority": 1, "cpus": []}
+                ])
             }),
             ("window_ms", |v| v["lmkd"]["window_ms"] = 100.into()),
             ("dwell_ms", |v| {

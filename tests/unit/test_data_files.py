@@ -1,6 +1,7 @@
 """Profiles, scenarios and schemes: the shipped files load, bad ones are refused."""
 
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,8 @@ def test_every_shipped_profile_scenario_scheme_loads():
         scenarios.load(f.stem)
     prof = profiles.load("pixel6pro")
     for f in (root / "schemes").glob("*.toml"):
-        schemes.resolve(f.stem, prof)
+        alone = not schemes.load(f.stem).modifier
+        schemes.resolve(f.stem if alone else f"original+{f.stem}", prof)
 
 
 def test_paper_scenario_is_the_papers_workload():
@@ -127,6 +129,50 @@ def test_scheme_combination_merges_and_refuses_conflicts(tmp_path, monkeypatch):
         schemes.resolve("a+", prof)
     with pytest.raises(UserError, match="twice"):
         schemes.parse_list("a,a", prof)
+
+
+KTHREAD = '[[kthreads]]\ncomm = "kswapd"\n'
+
+
+@pytest.mark.parametrize("entry, error", [
+    ('policy = "fifo"\n', "missing `priority`"),
+    ('policy = "fifo"\npriority = 100\n', "priority must be 1..99"),
+    ('policy = "normal"\nnice = -21\n', "nice must be -20..19"),
+    ('policy = "idle"\n', "policy 'idle' must be one of fifo, rr, normal"),
+    ('policy = "fifo"\npriority = 1\ncpus = []\n', "cpus must be a list"),
+    ('policy = "fifo"\npriority = 1\ncpus = [2]\n', "guest has 2 CPUs"),
+])
+def test_kthread_settings_are_checked(tmp_path, monkeypatch, entry, error):
+    from pmr_testbed import paths
+    (tmp_path / "k.toml").write_text('name = "k"\n' + KTHREAD + entry)
+    monkeypatch.setattr(paths, "SCHEMES_DIR", tmp_path)
+    with pytest.raises(UserError, match=error):
+        schemes.resolve("k", profiles.load("pixel5"))
+
+
+def test_kthread_settings_combine_and_a_modifier_never_runs_alone(tmp_path, monkeypatch):
+    from pmr_testbed import paths
+    shutil.copy(paths.SCHEMES_DIR / "original.toml", tmp_path)
+    (tmp_path / "fifo.toml").write_text('name = "fifo"\nmodifier = true\n' + KTHREAD
+                                        + 'policy = "fifo"\npriority = 1\ncpus = [1]\n')
+    (tmp_path / "nice.toml").write_text('name = "nice"\n' + KTHREAD
+                                        + 'policy = "normal"\nnice = -20\n')
+    monkeypatch.setattr(paths, "SCHEMES_DIR", tmp_path)
+    prof = profiles.load("pixel5")
+    combined = schemes.resolve("original+fifo", prof)
+    want = {"comm": "kswapd", "policy": "fifo", "priority": 1, "nice": 0, "cpus": [1]}
+    assert combined.kthreads == [want] and not combined.modifier
+    assert schemes.resolve("original+fifo+fifo", prof).kthreads == [want]
+    assert schemes.resolve("nice", prof).kthreads[0]["nice"] == -20
+    assert schemes.resolve("original", prof).kthreads == []
+    with pytest.raises(UserError, match="only modifies another scheme.*original\\+fifo"):
+        schemes.parse_list("original,fifo", prof)
+    with pytest.raises(UserError, match="schedule kswapd differently"):
+        schemes.resolve("nice+fifo", prof)
+    # what the guest gets (runtime/src/spec.rs, KthreadSched)
+    assert spec.build(run_id="r", out_dir=tmp_path, seed=1, scenario=scenarios.load("smoke"),
+                      profile=prof, scheme=combined, work_iters_per_ms=1.0)["scheme"][
+        "kthreads"] == [want]
 
 
 def test_scheme_override_sets_one_knob_and_refuses_unknown_ones():
