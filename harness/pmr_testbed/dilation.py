@@ -66,17 +66,20 @@ def _host_bench() -> dict:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
-def _key(kernel_version: str, accel: str) -> str:
+def _key(kernel_version: str, accel: str, append: list[str]) -> str:
     digest = hashlib.sha256(paths.RUNTIME_BIN.read_bytes()).hexdigest()[:12]
-    boot_args = " ".join(guest.accel_boot_args(accel))
+    boot_args = " ".join(guest.accel_boot_args(accel) + list(append))
     return f"{kernel_version}|{accel}|{boot_args}|{digest}|{guest._cpu_model()}"
 
 
 def measure(kernel: Path, kernel_version: str, accel: str, *, cpus: int = 2,
-            ram_mb: int = 1024, work_dir: Path) -> Dilation:
+            ram_mb: int = 1024, work_dir: Path, append: list[str] | None = None) -> Dilation:
+    """The dilation in a guest booted with `append` on its command line, as
+    the runs are (kernel.BOOT_ARGS)."""
     if not paths.RUNTIME_BIN.exists():
         raise UserError(f"{paths.RUNTIME_BIN} not built: run `make setup`")
-    key = _key(kernel_version, accel)
+    append = list(append or [])
+    key = _key(kernel_version, accel, append)
     try:
         cached = json.loads(CACHE.read_text())
         if cached.get("key") == key:
@@ -88,7 +91,7 @@ def measure(kernel: Path, kernel_version: str, accel: str, *, cpus: int = 2,
     console = work_dir / "dilation-console.log"
     res = guest.boot(kernel, exec_cmd=" ".join([str(paths.RUNTIME_BIN), *BENCH_ARGS]),
                      console_path=console, deadline_s=180, ram_mb=ram_mb, cpus=cpus,
-                     accel=accel, rwdirs=[])
+                     accel=accel, rwdirs=[], append=append)
     try:
         if res.returncode != 0:
             raise ValueError(f"exit status {res.returncode}")

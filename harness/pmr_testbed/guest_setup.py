@@ -57,7 +57,7 @@ def prepare(profile: Profile, flavour: str, work_dir: Path,
     accel = guest.detect_accel(image.bzimage)
     progress(f"time dilation ({accel})")
     dil = dilation_mod.measure(image.bzimage, image.version, accel, cpus=profile.cpus,
-                               work_dir=work_dir)
+                               work_dir=work_dir, append=kernel.BOOT_ARGS[flavour])
     return Machine(image, accel, dil, profile.qemu_limits(dil.factor))
 
 

@@ -20,12 +20,21 @@ def test_fault_factor_is_the_first_rounds_slowdown_and_is_kept_in_campaign_json(
 
 def test_cached_dilation_with_its_fault_factor_loads_again(tmp_path, monkeypatch):
     monkeypatch.setattr(dilation, "CACHE", tmp_path / "dilation.json")
-    monkeypatch.setattr(dilation, "_key", lambda version, accel: "k")
+    monkeypatch.setattr(dilation, "_key", lambda version, accel, append: "k")
     monkeypatch.setattr(dilation.paths, "RUNTIME_BIN", tmp_path / "pmr-guest")
     (tmp_path / "pmr-guest").write_text("")
     (tmp_path / "dilation.json").write_text(json.dumps({"key": "k",
                                                         "dilation": _dilation().as_dict()}))
     assert dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path) == _dilation()
+
+
+def test_the_cache_is_kept_per_boot_command_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(dilation.paths, "RUNTIME_BIN", tmp_path / "pmr-guest")
+    monkeypatch.setattr(dilation.guest, "_cpu_model", lambda: "cpu")
+    (tmp_path / "pmr-guest").write_text("")
+    plain = dilation._key("6.1", "tcg", [])
+    assert dilation._key("6.1", "tcg", ["preempt=full"]) != plain
+    assert "preempt=full" in dilation._key("6.1", "tcg", ["preempt=full"])
 
 
 def test_setup_line_gives_the_fault_slowdown_when_measured():

@@ -123,6 +123,7 @@ def test_write_errors_get_a_region_inside_the_disk_in_every_mode(tmp_path):
 
 
 def _console(*lines):
+    lines = ("Dynamic Preempt: full", *lines)
     return "\n".join(f"[{10 + i:8.6f}] {line}" for i, line in enumerate(lines))
 
 
@@ -280,7 +281,8 @@ def test_run_wires_blkdebug_and_the_host_checks(tmp_path, monkeypatch, write_err
     result = reliability.run(p, lambda msg: None)
     swap = seen["disks"][0]
     assert swap.size_mb == p.swap_mb and seen["spec"]["swap_full"] is True
-    assert seen["append"] == ["no5lvl"]   # the debug kernel boots with 4-level paging
+    # the debug kernel boots with 4-level paging, fully preemptible
+    assert seen["append"] == ["no5lvl", "preempt=full"]
     # tagged by the output directory's path, as a campaign's (campaign.disk_dir)
     from pmr_testbed import campaign
     assert swap.path.parent == campaign.disk_dir(tmp_path / "out", "reliability")
