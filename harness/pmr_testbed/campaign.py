@@ -112,7 +112,7 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
         "qemu": {"accel": accel, **limits},
         "guest": {"ram_mb": profile.guest_ram_mb, "cpus": profile.cpus, "scale": profile.scale,
                   "swap_mb": profile.guest_swap_mb, **profile.watermarks()},
-        "kernel": image.as_dict(),
+        "kernel": {**image.as_dict(), "boot_args": kernel.BOOT_ARGS[req.flavour]},
         "runs": [],
     }
     earlier = earlier_runs(req.out, campaign) if req.resume else {}
@@ -126,8 +126,9 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
                 progress(f"{run_id}: {earlier[(scheme.name, rep)]['status']} earlier, kept", False)
                 continue
             if (req.out / "runs" / run_id).exists():
-                # cut off while it ran: no result in it
+                # cut off while it ran: no result in it, maybe disk images left
                 shutil.rmtree(req.out / "runs" / run_id)
+                shutil.rmtree(disk_dir(req.out, run_id), ignore_errors=True)
                 progress(f"{run_id}: cut off earlier, removed and run again", False)
             progress(f"{run_id}: running", False)
             entry = {"scheme": scheme.name, "rep": rep, "dir": f"runs/{run_id}"}

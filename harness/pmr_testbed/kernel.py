@@ -65,7 +65,7 @@ def check_preemption(console: str) -> None:
     if found is None or found.group(1) != PREEMPTION:
         said = found.group(0) if found else "no `Dynamic Preempt:` line"
         raise GuestError(f"the guest kernel did not boot with {PREEMPTION} preemption ({said}): "
-                         "build it with CONFIG_PREEMPT_DYNAMIC=y")
+                         "its config must keep virtme-ng's CONFIG_PREEMPT_DYNAMIC=y (kernel/config)")
 
 
 @dataclass(frozen=True)

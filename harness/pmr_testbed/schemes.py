@@ -61,8 +61,10 @@ def load(name: str) -> Scheme:
     policies = data.get("policies", [])
     if not isinstance(policies, list) or not all(isinstance(p, str) for p in policies):
         raise UserError(f"{where}: `policies` must be a list of names")
-    kthreads = [_kthread(k, f"{where} [[kthreads]] #{i + 1}")
-                for i, k in enumerate(data.get("kthreads", []))]
+    entries = data.get("kthreads", [])
+    if not isinstance(entries, list) or not all(isinstance(k, dict) for k in entries):
+        raise UserError(f"{where}: `kthreads` must be [[kthreads]] tables")
+    kthreads = [_kthread(k, f"{where} [[kthreads]] #{i + 1}") for i, k in enumerate(entries)]
     modifier = data.get("modifier", False)
     if not isinstance(modifier, bool):
         raise UserError(f"{where}: `modifier` must be true or false")
@@ -72,13 +74,18 @@ def load(name: str) -> Scheme:
 
 def _kthread(table: dict, where: str) -> dict:
     """One `[[kthreads]]` entry, checked, as spec.json takes it."""
-    comm = require(table, "comm", str, where)
-    if not re.fullmatch(r"[A-Za-z_][\w-]*", comm):
-        raise UserError(f"{where}: comm {comm!r} must be a kernel thread's name without its "
-                        "number, e.g. kswapd")
     policy = require(table, "policy", str, where)
     if policy not in POLICIES:
         raise UserError(f"{where}: policy {policy!r} must be one of {', '.join(POLICIES)}")
+    allowed = {"comm", "policy", "cpus", "nice" if policy == "normal" else "priority"}
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise UserError(f"{where}: `{unknown[0]}` is not a setting of a {policy} thread "
+                        f"(it takes {', '.join(sorted(allowed))})")
+    comm = require(table, "comm", str, where)
+    if not re.fullmatch(r"[A-Za-z_][\w-]*[A-Za-z_-]", comm):
+        raise UserError(f"{where}: comm {comm!r} must be a kernel thread's name without its "
+                        "number, e.g. kswapd")
     entry = {"comm": comm, "policy": policy, "priority": 0, "nice": 0}
     if policy == "normal":
         entry["nice"] = require(table, "nice", int, where)

@@ -5,7 +5,8 @@
 //! leaves a kernel thread's policy, priority and CPU affinity to user space,
 //! as for any task. Each entry applies to every kernel thread named `comm`
 //! or `comm` and a number (`kswapd` is kswapd0, kswapd1, ...), once, before
-//! the workload starts; run.json records what was set.
+//! the workload starts; run.json (reliability.json in a reliability run)
+//! records what was set.
 
 use crate::proc_files::parse_proc_stat;
 use crate::spec::{KthreadSched, SchedPolicy};

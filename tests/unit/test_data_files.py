@@ -141,6 +141,8 @@ KTHREAD = '[[kthreads]]\ncomm = "kswapd"\n'
     ('policy = "idle"\n', "policy 'idle' must be one of fifo, rr, normal"),
     ('policy = "fifo"\npriority = 1\ncpus = []\n', "cpus must be a list"),
     ('policy = "fifo"\npriority = 1\ncpus = [2]\n', "guest has 2 CPUs"),
+    ('policy = "fifo"\npriority = 1\nnice = -5\n', "`nice` is not a setting of a fifo thread"),
+    ('policy = "normal"\nnice = 0\ncpu = [1]\n', "`cpu` is not a setting of a normal thread"),
 ])
 def test_kthread_settings_are_checked(tmp_path, monkeypatch, entry, error):
     from pmr_testbed import paths
@@ -169,6 +171,13 @@ def test_kthread_settings_combine_and_a_modifier_never_runs_alone(tmp_path, monk
         schemes.parse_list("original,fifo", prof)
     with pytest.raises(UserError, match="schedule kswapd differently"):
         schemes.resolve("nice+fifo", prof)
+    (tmp_path / "numbered.toml").write_text('name = "numbered"\n[[kthreads]]\ncomm = "kswapd0"\n'
+                                            'policy = "fifo"\npriority = 1\n')
+    with pytest.raises(UserError, match="without its number"):
+        schemes.resolve("numbered", prof)
+    (tmp_path / "table.toml").write_text('name = "table"\n[kthreads]\ncomm = "kswapd"\n')
+    with pytest.raises(UserError, match="must be \\[\\[kthreads\\]\\] tables"):
+        schemes.resolve("table", prof)
     # what the guest gets (runtime/src/spec.rs, KthreadSched)
     assert spec.build(run_id="r", out_dir=tmp_path, seed=1, scenario=scenarios.load("smoke"),
                       profile=prof, scheme=combined, work_iters_per_ms=1.0)["scheme"][

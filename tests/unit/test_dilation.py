@@ -28,6 +28,22 @@ def test_cached_dilation_with_its_fault_factor_loads_again(tmp_path, monkeypatch
     assert dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path) == _dilation()
 
 
+def test_the_cache_keeps_one_entry_per_key(tmp_path, monkeypatch):
+    monkeypatch.setattr(dilation, "CACHE", tmp_path / "dilation.json")
+    monkeypatch.setattr(dilation.paths, "RUNTIME_BIN", tmp_path / "pmr-guest")
+    (tmp_path / "pmr-guest").write_text("")
+    other = dict(_dilation().as_dict(), factor=9.5)
+    (tmp_path / "dilation.json").write_text(json.dumps({"entries": {
+        "testbed": _dilation().as_dict(), "debug": other}}))
+    for key, factor in (("testbed", 8.0), ("debug", 9.5)):
+        monkeypatch.setattr(dilation, "_key", lambda version, accel, append, k=key: k)
+        assert dilation.measure(tmp_path / "bzImage", "6.1", "tcg",
+                                work_dir=tmp_path).factor == factor
+    # the single-entry file of earlier versions still gives its entry
+    (tmp_path / "dilation.json").write_text(json.dumps({"key": "debug", "dilation": other}))
+    assert dilation._read_cache() == {"debug": other}
+
+
 def test_the_cache_is_kept_per_boot_command_line(tmp_path, monkeypatch):
     monkeypatch.setattr(dilation.paths, "RUNTIME_BIN", tmp_path / "pmr-guest")
     monkeypatch.setattr(dilation.guest, "_cpu_model", lambda: "cpu")
