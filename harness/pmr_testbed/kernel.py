@@ -65,7 +65,7 @@ def check_preemption(console: str) -> None:
     if found is None or found.group(1) != PREEMPTION:
         said = found.group(0) if found else "no `Dynamic Preempt:` line"
         raise GuestError(f"the guest kernel did not boot with {PREEMPTION} preemption ({said}): "
-                         "its config must keep virtme-ng's CONFIG_PREEMPT_DYNAMIC=y (kernel/config)")
+                         "kernel/config/testbed.config asks for CONFIG_PREEMPT_DYNAMIC=y")
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def test_check_config_reports_dropped_options(tmp_path):
 def test_shipped_fragments_ask_for_what_the_testbed_needs():
     want = kernel._requested_options(kernel._config_fragments("testbed"))
     for opt in ("CONFIG_SWAP", "CONFIG_ZRAM", "CONFIG_MEMCG", "CONFIG_PSI", "CONFIG_LRU_GEN",
-                "CONFIG_HIST_TRIGGERS", "CONFIG_VIRTIO_BLK"):
+                "CONFIG_HIST_TRIGGERS", "CONFIG_VIRTIO_BLK", "CONFIG_PREEMPT_DYNAMIC"):
         assert want[opt] == "y", opt
     assert want["CONFIG_LRU_GEN_ENABLED"] == "n"
     debug = kernel._requested_options(kernel._config_fragments("debug"))
