@@ -59,7 +59,8 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   counters (their per-page time is the batch's whole first pass per page
   taken, `first_pass_us_per_page_*`, not an unmap time). None where the
   kernel or the trace has neither.
-  `unmap_us_samples` is the per-page unmap time of each event, for the plot.
+  `unmap_us_samples` is the per-page unmap time of each 1-MB window of
+  kswapd's unmapping (writeback.unmap_window_us_per_page), for the plot.
 - `settled` (settled_state.py): how the run settled after lmkd's last kill
   (its time, the file refault rate after it, the least SwapFree after it).
 - `kswapd_rounds` (kswapd_rounds.py, paper Figs. 5 and 6): kswapd's reclaim
@@ -89,7 +90,7 @@ from .errors import UserError
 from .kswapd_rounds import KswapdRound, kswapd_rounds, round_figures
 from .settled_state import settled_state
 from .trace import Trace, kshrinkd_rounds, read_trace
-from .writeback import BULK_COUNTERS, bulk_figures, unmap_us_per_page, writeback_figures
+from .writeback import BULK_COUNTERS, bulk_figures, unmap_window_us_per_page, writeback_figures
 
 PAGE_BYTES = 4096
 SECTOR_BYTES = 512
@@ -216,7 +217,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         victim_target=victim_targets(trace) if trace else ([], []),
         writeback=writeback_figures(trace),
         bulk=bulk_figures(trace, vmstat),
-        unmap_us_samples=unmap_us_per_page(trace),
+        unmap_us_samples=unmap_window_us_per_page(trace),
         kswapd_rounds=round_figures(rounds),
         kswapd_round_list=rounds,
         trace_overrun=trace.overrun if trace else None,

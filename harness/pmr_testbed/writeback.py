@@ -24,7 +24,13 @@ Two sources, both from PMR part 2 (storage-friendly writeback, vm.pmr_mode=2):
 
 Per-page times are in microseconds. A distribution over events weighs every
 event once (one shrink_folio_list() call or one batch is one sample, whatever
-its page count), not every page.
+its page count), not every page. Such distributions cannot be compared across
+schemes whose events differ in size: a bulk batch of 400 pages averages
+over the stalls that make a call of 32 folios an outlier. So the spread of
+unmap time is also taken over windows of kswapd's unmapping: its events, in
+trace order, summed until they reach UNMAP_WINDOW_PAGES (1 MB) tried, each
+window one sample of its unmap time per page, whatever the scheme
+(`unmap_window_us_per_page`); a batch of at least that size is one window.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ if TYPE_CHECKING:   # metrics imports this module
 WRITEBACK_EVENT = "mm_vmscan_writeback_time"
 BATCH_EVENT = "mm_vmscan_pmr_batch"
 BULK_COUNTERS = ("pmr_batch", "pmr_batch_pages", "pmr_batch_pageout", "pmr_batch_unmap_us")
+UNMAP_WINDOW_PAGES = 256   # 1 MB of 4 kB pages
 
 
 def _percentiles(values: list[float], which: tuple[int, ...]) -> dict[str, float | None]:
@@ -61,12 +68,33 @@ def unmap_us_per_page(trace: Trace | None) -> list[float]:
             for e in trace.named(WRITEBACK_EVENT) if int(e.fields["nr_unmap"]) > 0]
 
 
+def unmap_window_us_per_page(trace: Trace | None) -> list[float]:
+    """kswapd's unmap time per page over windows of at least
+    UNMAP_WINDOW_PAGES pages tried: its writeback_time events in trace order,
+    summed until a window is full; the last, partial window is left out."""
+    if trace is None:
+        return []
+    windows, pages, ns = [], 0, 0
+    for e in trace.named(WRITEBACK_EVENT):
+        if not e.task.startswith("kswapd") or int(e.fields["nr_unmap"]) <= 0:
+            continue
+        pages += int(e.fields["nr_unmap"])
+        ns += int(e.fields["unmap_ns"])
+        if pages >= UNMAP_WINDOW_PAGES:
+            windows.append(ns / pages / 1000)
+            pages = ns = 0
+    return windows
+
+
 def writeback_figures(trace: Trace | None) -> dict | None:
     """Unmap and pageout cost over the run, from the writeback_time events.
 
     `unmap_us_per_page` (p5, p50, p95) over the events with nr_unmap > 0 and
     `pageout_us_per_page` (p50, p95) over those with nr_pageout > 0, each
-    event weighted once; `unmap_s` and `pageout_s` the total time; `unmap_share`
+    event weighted once; `unmap_us_per_page_mean`, every page weighted once
+    (all unmap time over all pages tried); `unmap_window_us_per_page` (p50,
+    p90, p99) over kswapd's 1-MB windows (None without a full window);
+    `unmap_s` and `pageout_s` the total time; `unmap_share`
     = unmap_s / (unmap_s + pageout_s), None when both are 0. None when the run
     has no such events (a kernel without the series, no trace, or no reclaim)."""
     events = trace.named(WRITEBACK_EVENT) if trace else []
@@ -76,8 +104,12 @@ def writeback_figures(trace: Trace | None) -> dict | None:
                for e in events if int(e.fields["nr_pageout"]) > 0]
     unmap_s = sum(int(e.fields["unmap_ns"]) for e in events) / 1e9
     pageout_s = sum(int(e.fields["pageout_ns"]) for e in events) / 1e9
+    tried = sum(int(e.fields["nr_unmap"]) for e in events)
     total = unmap_s + pageout_s
     return {"unmap_us_per_page": _percentiles(unmap_us_per_page(trace), (5, 50, 95)),
+            "unmap_us_per_page_mean": unmap_s * 1e6 / tried if tried else None,
+            "unmap_window_us_per_page": _percentiles(unmap_window_us_per_page(trace),
+                                                     (50, 90, 99)),
             "pageout_us_per_page": _percentiles(pageout, (50, 95)),
             "unmap_s": unmap_s, "pageout_s": pageout_s,
             "unmap_share": unmap_s / total if total else None}

@@ -195,8 +195,11 @@ def test_writeback_and_bulk_medians_with_spread(tmp_path):
         {"min": 40.0, "max": 120.0})
     assert original["writeback"]["pageout_us_per_page"] == pytest.approx({"p50": 50.0,
                                                                           "p95": 50.0})
-    assert set(original["writeback"]) == {"unmap_us_per_page", "pageout_us_per_page", "unmap_s",
-                                          "pageout_s", "unmap_share"}
+    assert set(original["writeback"]) == {"unmap_us_per_page", "unmap_us_per_page_mean",
+                                          "unmap_window_us_per_page", "pageout_us_per_page",
+                                          "unmap_s", "pageout_s", "unmap_share"}
+    # rep 2: 64 pages at 40 and 120 µs/page
+    assert original["writeback"]["unmap_us_per_page_mean"] == pytest.approx(80.0)
     assert pmr["writeback"]["unmap_us_per_page"]["p50"] == pytest.approx(8.0)
     assert pmr["writeback"]["unmap_share"] == pytest.approx(8 / 58)
     # no batch events under original: the counters say 0 batches

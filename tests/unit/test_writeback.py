@@ -4,7 +4,8 @@ import pytest
 
 from fakerun import pmr_batch, trace_text, writeback_time
 from pmr_testbed.trace import parse_trace
-from pmr_testbed.writeback import (BULK_COUNTERS, bulk_figures, unmap_us_per_page,
+from pmr_testbed.writeback import (BULK_COUNTERS, UNMAP_WINDOW_PAGES, bulk_figures,
+                                   unmap_us_per_page, unmap_window_us_per_page,
                                    writeback_figures)
 
 # four shrink_folio_list() calls: unmap 2, 10 and 4 µs/page (the third unmapped
@@ -38,6 +39,29 @@ def test_writeback_times_weigh_each_call_once():
     assert wb["pageout_s"] == pytest.approx(420e-6)
     assert wb["unmap_share"] == pytest.approx(0.3)
     assert unmap_us_per_page(parse_trace(trace_text(CALLS))) == pytest.approx([2.0, 10.0, 4.0])
+    # every page once: 180 µs over 46 pages
+    assert wb["unmap_us_per_page_mean"] == pytest.approx(180 / 46)
+    # 46 pages, no full 1-MB window
+    assert wb["unmap_window_us_per_page"] == {"p50": None, "p90": None, "p99": None}
+
+
+def test_unmap_windows_put_calls_and_batches_on_the_same_granularity():
+    """Eight kswapd calls of 32 folios, one of them stalled, make one window,
+    as one batch of 256 pages does; an app's direct reclaim is left out, and
+    so is the last, partial window."""
+    assert UNMAP_WINDOW_PAGES == 256
+    calls = [writeback_time(1.0 + i / 10, 32, 32_000 if i else 32_000 + 1_024_000, 32, 0)
+             for i in range(8)]
+    direct = writeback_time(2.0, 32, 9_999_000, 0, 0, task="app-chrome-1", pid=2345)
+    batch = writeback_time(3.0, 256, 256_000 + 1_024_000, 0, 0)
+    partial = writeback_time(4.0, 100, 100_000, 0, 0)
+    trace = parse_trace(trace_text([*calls, direct, batch, partial]))
+    # 1 µs/page with a 1,024-µs stall in each window: 5 µs/page for both
+    assert unmap_window_us_per_page(trace) == pytest.approx([5.0, 5.0])
+    # per event the stalled call is an outlier (33 µs/page), the batch is not
+    per_event = unmap_us_per_page(trace)
+    assert per_event[0] == pytest.approx(33.0) and per_event[9] == pytest.approx(5.0)
+    assert unmap_window_us_per_page(None) == []
 
 
 def test_writeback_without_events_is_none():
