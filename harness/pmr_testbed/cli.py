@@ -53,11 +53,16 @@ def run(
     perf_hz: int = typer.Option(0, help="profile the guest with perf at this rate (Hz) into "
                                         "each run's perf-reclaim.txt; 0: off. Slows the guest: "
                                         "explains a comparison, does not belong in one"),
+    resume: bool = typer.Option(False, help="continue a cut-off campaign in --out: keep the runs "
+                                           "its campaign.json recorded, run the rest (same "
+                                           "options, same machine setup)"),
 ) -> None:
     """Run a scenario on a profile for each scheme, then write summary.json and the report."""
+    if resume and out is None:
+        raise UserError("--resume needs --out: the results directory of the campaign to continue")
     out = out or paths.RESULTS_DIR / f"{scenario}-{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
     req = campaign.CampaignRequest(scenario, profile, schemes, reps, seed, out, flavour, rounds,
-                                   perf_hz=perf_hz)
+                                   perf_hz=perf_hz, resume=resume)
     plan = campaign.plan(req)
     with _runs_progress(reps * len(plan.schemes)) as (progress, _):
         result = campaign.run(plan, progress)

@@ -58,3 +58,10 @@ def test_missing_qemu_is_named(tmp_path, monkeypatch):
 def test_report_of_a_non_results_dir_is_refused(tmp_path):
     res = pmrtb("report", str(tmp_path))
     assert res.returncode == 2 and "not a results directory" in res.stderr
+
+
+def test_resume_needs_out():
+    res = pmrtb("run", "--scenario", "smoke", "--profile", "pixel5", "--schemes", "original",
+                "--resume")
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.returncode == 2 and len(lines) == 1 and "--resume needs --out" in lines[0]
