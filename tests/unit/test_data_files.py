@@ -231,3 +231,13 @@ def test_run_dir_names_are_safe_for_virtme_rwdir():
     assert campaign.run_dir_name("pmr@pmr_unmap_unit_kbytes=64") == "pmr_pmr_unmap_unit_kbytes_64"
     assert campaign.run_dir_name("pmr+ice") == "pmr+ice"
     assert not set("=@") & set(campaign.run_dir_name("a@b=1@c=2")) and "," not in campaign.run_dir_name("a,b")
+
+
+def test_pmr_runs_its_writeback_in_a_real_time_kswapd():
+    """Issue 4: PMR's writeback context is not preempted by ordinary tasks."""
+    prof = profiles.load("pixel6pro")
+    fifo = {"comm": "kswapd", "policy": "fifo", "priority": 1, "nice": 0}
+    assert schemes.resolve("pmr", prof).kthreads == [fifo]
+    assert schemes.resolve("original+kswapd-fifo", prof).kthreads == [fifo]
+    assert schemes.resolve("original", prof).kthreads == []
+    assert schemes.resolve("pps", prof).kthreads == []
