@@ -213,7 +213,6 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
                          append=kernel.BOOT_ARGS[req.flavour])
     finally:
         shutil.rmtree(disks, ignore_errors=True)
-    kernel.check_preemption(res.console)
     if res.returncode == guest_setup.GUEST_SETUP_ERROR:
         raise guest_setup.setup_error(res.console, f"run {run_id}")
     if res.returncode != 0:

@@ -36,6 +36,10 @@ BOOT_WATCHDOG_S = 300.0
 BOOT_ATTEMPTS = 2
 # virtme-ng's init logs through the kernel: "[    2.68] virtme-ng-init: ..."
 USERSPACE_MARKER = re.compile(r"^\[[ \d.]+\] virtme-ng-init: ", re.MULTILINE)
+# preempt=<mode> on the command line, and what a 6.1 kernel with
+# PREEMPT_DYNAMIC says at boot (one without it ignores preempt=)
+PREEMPT_ARG = re.compile(r"^preempt=(\w+)$")
+PREEMPT_SAID = re.compile(r"Dynamic Preempt: (\w+)")
 BOOT_POLL_S = 2.0
 # Console lines that mean the kernel is unwell; a run that shows one fails.
 SPLAT_PATTERNS = [
@@ -225,14 +229,18 @@ def boot(kernel: Path, *, exec_cmd: str, console_path: Path, deadline_s: float, 
     Raises GuestError if the guest outlives deadline_s, if the console shows
     a kernel splat (check_splats), or if QEMU itself fails to start; and
     BootHang if the kernel did not reach user space in BOOT_ATTEMPTS boots
-    (the console of each hung boot is kept beside console_path).
+    (the console of each hung boot is kept beside console_path); and, when
+    `append` asks for a preemption mode, if the kernel does not run with it
+    (check_preemption).
     """
     cmd = vng_command(kernel, exec_cmd=exec_cmd, ram_mb=ram_mb, cpus=cpus, accel=accel,
                       rwdirs=list(rwdirs), disks=list(disks), append=append)
     console_path.parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, BOOT_ATTEMPTS + 1):
         try:
-            return _boot_once(cmd, console_path, deadline_s, check_splats)
+            res = _boot_once(cmd, console_path, deadline_s, check_splats)
+            check_preemption(append or [], res.console)
+            return res
         except BootHang as hang:
             kept = console_path.with_name(f"{console_path.stem}.boot-hang-{attempt}.log")
             console_path.replace(kept)
@@ -241,6 +249,19 @@ def boot(kernel: Path, *, exec_cmd: str, console_path: Path, deadline_s: float, 
                                f"{console_path.stem}.boot-hang-*.log)", hang.console_tail) from None
             print(f"warning: {hang}; console kept as {kept}; booting again", file=sys.stderr)
     raise AssertionError("unreachable")
+
+
+def check_preemption(append: list[str], console: str) -> None:
+    """Raise GuestError if `append` has preempt=<mode> and the console does
+    not say the kernel runs with that mode."""
+    wanted = [m.group(1) for arg in append if (m := PREEMPT_ARG.match(arg))]
+    if not wanted:
+        return
+    found = PREEMPT_SAID.search(console)
+    if found is None or found.group(1) != wanted[-1]:
+        said = found.group(0) if found else "no `Dynamic Preempt:` line"
+        raise GuestError(f"the guest kernel did not boot with {wanted[-1]} preemption ({said}): "
+                         "kernel/config/testbed.config asks for CONFIG_PREEMPT_DYNAMIC=y")
 
 
 def _userspace_started(console_path: Path) -> bool:

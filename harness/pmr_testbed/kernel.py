@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import paths
-from .errors import GuestError, UserError
+from .errors import UserError
 
 KERNEL_BUILD_DIR = paths.BUILD_DIR / "kernel"
 SRC_DIR = KERNEL_BUILD_DIR / "src"
@@ -51,21 +51,8 @@ SLOWDOWN = {"testbed": 1, "debug": 6}
 # (CONFIG_PREEMPT=y in gki_defconfig): virtme-ng's config has
 # PREEMPT_DYNAMIC with voluntary preemption by default, and preempt=full
 # switches it at boot, so that reclaim is preempted by the apps where a
-# phone's kernel would preempt it (check_preemption() checks the console).
-PREEMPTION = "full"
-BOOT_ARGS = {"testbed": [f"preempt={PREEMPTION}"],
-             "debug": ["no5lvl", f"preempt={PREEMPTION}"]}
-PREEMPTION_LINE = re.compile(r"Dynamic Preempt: (\w+)")
-
-
-def check_preemption(console: str) -> None:
-    """Raise GuestError unless the guest's kernel says it runs with PREEMPTION
-    (6.1 prints `Dynamic Preempt: <mode>` at boot)."""
-    found = PREEMPTION_LINE.search(console)
-    if found is None or found.group(1) != PREEMPTION:
-        said = found.group(0) if found else "no `Dynamic Preempt:` line"
-        raise GuestError(f"the guest kernel did not boot with {PREEMPTION} preemption ({said}): "
-                         "kernel/config/testbed.config asks for CONFIG_PREEMPT_DYNAMIC=y")
+# phone's kernel would preempt it (guest.boot() checks the console).
+BOOT_ARGS = {"testbed": ["preempt=full"], "debug": ["no5lvl", "preempt=full"]}
 
 
 @dataclass(frozen=True)

@@ -210,7 +210,6 @@ def run(p: Plan, progress: Callable[[str], None]) -> dict:
                          check_splats=False)
     finally:
         shutil.rmtree(disk_dir, ignore_errors=True)
-    kernel.check_preemption(res.console)
     if res.returncode == guest_setup.GUEST_SETUP_ERROR:
         raise guest_setup.setup_error(res.console, "reliability")
     splats = guest.splats(res.console)

@@ -114,3 +114,16 @@ def test_a_guest_that_booted_and_then_hung_is_not_booted_again(tmp_path, monkeyp
     assert not isinstance(err.value, guest.BootHang)
     assert "did not finish within 1 s" in str(err.value)
     assert not list(tmp_path.glob("*boot-hang*"))
+
+
+def test_a_guest_without_the_preemption_it_was_booted_with_is_an_error():
+    from pmr_testbed.errors import GuestError
+    full = ["no5lvl", "preempt=full"]
+    guest.check_preemption(full, "[    0.215006] Dynamic Preempt: full\n")
+    with pytest.raises(GuestError, match="did not boot with full preemption "
+                                         "\\(Dynamic Preempt: voluntary\\)"):
+        guest.check_preemption(full, "[    0.215006] Dynamic Preempt: voluntary\n")
+    with pytest.raises(GuestError, match="no `Dynamic Preempt:` line"):
+        guest.check_preemption(full, "Linux version 6.1\n")
+    # a boot that asks for no mode is not checked
+    guest.check_preemption(["no5lvl"], "Linux version 6.1\n")
