@@ -10,10 +10,11 @@ which the report sets each scheme's peak reclaim throughput against.
 
 A campaign cut off part-way (the host stopped, Ctrl-C) can be continued
 (CampaignRequest.resume, used by `pmrtb paper`): the runs campaign.json
-records are kept, if the setup it records (plan, kernel, dilation, QEMU
-limits, guest) is the one this machine has now, and only the others are
-run, in the same interleaved order; the directory of the run that was cut
-off holds no result and is removed. A different setup raises SetupChanged,
+records as done are kept, if the setup it records (plan, kernel, dilation,
+QEMU limits, guest) is the one this machine has now, and only the others are
+run, in the same interleaved order. The directory of the run that was cut
+off holds no result and is removed; a run recorded as failed is run again,
+its directory kept as runs/<run>.failed-<n> for its console. A different setup raises SetupChanged,
 since runs on another kernel or another throttled disk are not comparable.
 """
 
@@ -120,12 +121,18 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
     for rep in range(1, req.reps + 1):
         for scheme in scheme_list:
             run_id = f"{run_dir_name(scheme.name)}-r{rep}"
-            if (scheme.name, rep) in earlier:
-                campaign["runs"].append(earlier[(scheme.name, rep)])
+            before = earlier.get((scheme.name, rep))
+            if before and before["status"] == "ok":
+                campaign["runs"].append(before)
                 _write_json(req.out / "campaign.json", campaign)
-                progress(f"{run_id}: {earlier[(scheme.name, rep)]['status']} earlier, kept", False)
+                progress(f"{run_id}: done earlier, kept", False)
                 continue
-            if (req.out / "runs" / run_id).exists():
+            if before:
+                # failed earlier (a crash, or the host stopping the guest):
+                # run it again, its evidence kept beside it
+                kept = _keep_failed(req.out, run_id)
+                progress(f"{run_id}: failed earlier, run again (that attempt: {kept})", False)
+            elif (req.out / "runs" / run_id).exists():
                 # cut off while it ran: no result in it, maybe disk images left
                 shutil.rmtree(req.out / "runs" / run_id)
                 shutil.rmtree(disk_dir(req.out, run_id), ignore_errors=True)
@@ -169,6 +176,19 @@ def earlier_runs(out: Path, setup: dict) -> dict[tuple[str, int], dict]:
         raise SetupChanged(f"{out} was run with another {', '.join(differs)} than this "
                            "machine's now: its runs cannot be continued")
     return {(r["scheme"], r["rep"]): r for r in recorded.get("runs", [])}
+
+
+def _keep_failed(out: Path, run_id: str) -> str:
+    """Move a failed run's directory to the first free runs/<run_id>.failed-<n>
+    and drop its disk images; return the new name."""
+    shutil.rmtree(disk_dir(out, run_id), ignore_errors=True)
+    n = 1
+    while (out / "runs" / f"{run_id}.failed-{n}").exists():
+        n += 1
+    kept = f"{run_id}.failed-{n}"
+    if (out / "runs" / run_id).exists():
+        (out / "runs" / run_id).rename(out / "runs" / kept)
+    return f"runs/{kept}"
 
 
 def run_dir_name(scheme_name: str) -> str:

@@ -298,9 +298,9 @@ def _campaign_json(d: Path) -> dict | None:
 
 
 def campaign_status(p: PaperPlan, spec: CampaignSpec) -> str:
-    """"new" (nothing there yet), "finished" (every run of the plan is in its
-    campaign.json) or "partial" (cut off); a directory holding another plan
-    is refused."""
+    """"new" (nothing there yet), "finished" (every run of the plan is done
+    in its campaign.json) or "partial" (cut off, or a run failed); a
+    directory holding another plan is refused."""
     d = p.out / spec.name
     if not d.exists() or not any(d.iterdir()):
         return "new"
@@ -317,9 +317,11 @@ def campaign_status(p: PaperPlan, spec: CampaignSpec) -> str:
 
 
 def _recorded(data: dict, spec: CampaignSpec) -> int:
-    """How many runs of the plan of `spec` campaign.json's `data` records."""
+    """How many runs of the plan of `spec` campaign.json's `data` records as
+    done (a failed one is run again when the campaign is continued)."""
     wanted = {(s, rep) for s in spec.schemes for rep in range(1, spec.reps + 1)}
-    return len(wanted & {(r.get("scheme"), r.get("rep")) for r in data.get("runs", [])})
+    return len(wanted & {(r.get("scheme"), r.get("rep")) for r in data.get("runs", [])
+                         if r.get("status") == "ok"})
 
 
 def recorded_runs(p: PaperPlan, spec: CampaignSpec) -> int:

@@ -124,7 +124,7 @@ def collect(p: PaperPlan) -> dict[str, Collected]:
             summary, ok = build_summary(d)
             report.write_report(d, (summary, ok))
             data = json.loads((d / "campaign.json").read_text())
-            present = {(r["scheme"], r["rep"]) for r in data["runs"]}
+            present = {(r["scheme"], r["rep"]) for r in data["runs"] if r["status"] == "ok"}
             wanted = {(s, rep) for s in spec.schemes for rep in range(1, spec.reps + 1)}
             c.status = "finished" if wanted <= present else "partial"
             c.summary, c.ok, c.runs_present = summary, ok, len(present & wanted)

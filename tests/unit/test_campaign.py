@@ -26,7 +26,7 @@ def _machine(factor: float = 9.0):
 def fake_guest(monkeypatch):
     """Fake runs: each makes its directory; `cut_at` names the run the host
     stops in, after its directory was made."""
-    state = SimpleNamespace(machine=_machine(), ran=[], cut_at=None)
+    state = SimpleNamespace(machine=_machine(), ran=[], cut_at=None, fail_at=None)
     monkeypatch.setattr(guest_setup, "check_host", lambda profile: None)
     monkeypatch.setattr(guest_setup, "prepare", lambda *a, **k: state.machine)
 
@@ -34,6 +34,9 @@ def fake_guest(monkeypatch):
         (req.out / "runs" / run_id).mkdir(parents=True)
         if run_id == state.cut_at:
             raise CutOff(run_id)
+        if run_id == state.fail_at:
+            (req.out / "runs" / run_id / "console.log").write_text("guest died\n")
+            raise campaign.GuestError("guest run exited with status 241", "guest died")
         (req.out / "runs" / run_id / "run.json").write_text('{"status": "ok"}')
         state.ran.append(run_id)
 
@@ -88,3 +91,26 @@ def test_runs_on_another_setup_are_not_continued(tmp_path, fake_guest):
     # nothing was run or rewritten
     assert fake_guest.ran == ["original-r1"]
     assert json.loads((out / "campaign.json").read_text())["dilation"] == {"factor": 9.0}
+
+
+def test_a_failed_run_is_run_again_and_its_attempt_kept(tmp_path, fake_guest):
+    out = tmp_path / "c"
+    fake_guest.fail_at = "pmr-r1"
+    first = _run(out)
+    assert [r["status"] for r in first["runs"]] == ["ok", "failed", "ok", "ok"]
+    fake_guest.fail_at = None
+    fake_guest.ran.clear()
+    result = _run(out, resume=True)
+    assert fake_guest.ran == ["pmr-r1"]
+    assert [r["status"] for r in result["runs"]] == ["ok"] * 4
+    assert (out / "runs" / "pmr-r1" / "run.json").exists()
+    assert (out / "runs" / "pmr-r1.failed-1" / "console.log").read_text() == "guest died\n"
+    # a second failure is kept beside the first
+    fake_guest.fail_at = "original-r1"
+    (out / "campaign.json").write_text(json.dumps(
+        {**result, "runs": [{**result["runs"][0], "status": "failed"}, *result["runs"][1:]]}))
+    _run(out, resume=True)
+    assert (out / "runs" / "original-r1.failed-1").exists()
+    fake_guest.fail_at = None
+    _run(out, resume=True)
+    assert (out / "runs" / "original-r1.failed-2" / "console.log").exists()

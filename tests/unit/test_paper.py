@@ -340,6 +340,17 @@ def test_a_cut_off_campaign_on_another_setup_is_moved_aside_and_run_again(tmp_pa
     assert set(paper.statuses(p).values()) == {"finished"}
 
 
+def test_a_campaign_with_a_failed_run_is_continued(tmp_path):
+    p = paper.plan(tmp_path / "out", quick=True)
+    spec = p.campaign("main")
+    runs = [{"scheme": s, "rep": 1, "status": "ok"} for s in spec.schemes]
+    runs[-1]["status"] = "failed"
+    write_campaign(p.out / "main", list(spec.schemes), runs, reps=spec.reps, scenario="paper",
+                   profile=spec.profile, seed=p.seed, rounds=spec.rounds)
+    assert paper.statuses(p)["main"] == "partial"
+    assert paper.recorded_runs(p, spec) == spec.runs - 1
+
+
 def test_a_directory_with_another_plan_is_refused(tmp_path):
     p = paper.plan(tmp_path / "out", quick=True)
     write_campaign(p.out / "main", ["original", "pps", "pmr"], [], reps=3, scenario="paper",
