@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -284,18 +285,42 @@ def _wait(proc: subprocess.Popen, console_path: Path, start: float,
             booted = booted or _userspace_started(console_path)
 
 
+# How long the console copy may go on after the guest's exit: only a stray
+# process still holding the pipe would make it.
+COPY_WAIT_S = 30
+
+
+def _copy_to(pipe, log) -> None:
+    """Copy the guest's output from `pipe` to the console file as it comes."""
+    try:
+        for chunk in iter(lambda: pipe.read1(65536), b""):
+            log.write(chunk)
+            log.flush()
+    except ValueError:      # the console was closed: a process kept the pipe open
+        pass
+
+
 def _boot_once(cmd: list[str], console_path: Path, deadline_s: float,
                check_splats: bool) -> BootResult:
     start = time.monotonic()
-    with open(console_path, "w") as log:
-        log.write("# " + shlex.join(cmd) + "\n")
+    with open(console_path, "wb") as log:
+        log.write(("# " + shlex.join(cmd) + "\n").encode())
         log.flush()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=paths.ROOT, env=vng_env())
+        # A pipe, not the file: virtme-ng has QEMU open /proc/self/fd/1 and
+        # /proc/self/fd/2 once per port (serial console, the guest's
+        # stdout and stderr), and a file opened so gets an offset of its
+        # own: the guest's output overwrote the start of the console.
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                cwd=paths.ROOT, env=vng_env())
+        copier = threading.Thread(target=_copy_to, args=(proc.stdout, log), daemon=True)
+        copier.start()
         rc, booted = _wait(proc, console_path, start, deadline_s)
         if rc is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        copier.join(timeout=COPY_WAIT_S)
+        if rc is None:
             console = console_path.read_text(errors="replace")
             if not booted:
                 raise BootHang(f"the kernel did not start user space within "

@@ -116,6 +116,22 @@ def test_a_guest_that_booted_and_then_hung_is_not_booted_again(tmp_path, monkeyp
     assert not list(tmp_path.glob("*boot-hang*"))
 
 
+def test_every_port_of_the_guest_reaches_the_console_whole(tmp_path, monkeypatch):
+    # QEMU opens /proc/self/fd/1 and /proc/self/fd/2 once per port, each
+    # with an offset of its own on a file: a later port overwrote an
+    # earlier one's output (a debug kernel's boot lines lost to the
+    # guest's progress lines). So does `>` in sh.
+    _fake_guest(monkeypatch, "echo '[    0.34] Dynamic Preempt: full' >/proc/self/fd/1; "
+                             "echo 'pmr-guest: 31 s' >/proc/self/fd/2; "
+                             "echo '[    6.40] virtme-ng-init: starting script' >/proc/self/fd/1")
+    res = _boot(tmp_path)
+    lines = res.console.splitlines()
+    assert lines[0].startswith("# sh -c")
+    assert lines[1:] == ["[    0.34] Dynamic Preempt: full", "pmr-guest: 31 s",
+                         "[    6.40] virtme-ng-init: starting script"]
+    assert (tmp_path / "console.log").read_text() == res.console
+
+
 def test_a_guest_without_the_preemption_it_was_booted_with_is_an_error():
     from pmr_testbed.errors import GuestError
     full = ["no5lvl", "preempt=full"]
