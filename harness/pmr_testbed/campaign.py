@@ -14,8 +14,9 @@ records as done are kept, if the setup it records (plan, kernel, dilation,
 QEMU limits, guest) is the one this machine has now, and only the others are
 run, in the same interleaved order. The directory of the run that was cut
 off holds no result and is removed; a run recorded as failed is run again,
-its directory kept as runs/<run>.failed-<n> for its console. A different setup raises SetupChanged,
-since runs on another kernel or another throttled disk are not comparable.
+its directory kept as runs/<run>.failed-<n> for its console. A different
+setup raises SetupChanged, since runs on another kernel or another
+throttled disk are not comparable.
 """
 
 from __future__ import annotations

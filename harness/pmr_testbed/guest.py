@@ -320,6 +320,8 @@ def _boot_once(cmd: list[str], console_path: Path, deadline_s: float,
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         copier.join(timeout=COPY_WAIT_S)
+        if not copier.is_alive():
+            proc.stdout.close()
         if rc is None:
             console = console_path.read_text(errors="replace")
             if not booted:
