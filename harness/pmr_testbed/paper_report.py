@@ -38,7 +38,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from . import report, shortfall  # noqa: E402
 from .metrics import RunMetrics  # noqa: E402
 from .paper import (BASELINE, DEFAULT_DELTA, DELTA_KEY, DEVICE_SCHEMES,  # noqa: E402
-                    MAIN_PROFILE, OTHER_PROFILE, UNIT_KEY, CampaignSpec, PaperPlan)
+                    MAIN_PROFILE, OTHER_PROFILE, UNIT_KEY, CampaignSpec, PaperPlan,
+                    recorded_runs)
 from .report import _cell, _fmt, _table, get_path, p_text  # noqa: E402
 from .significance import permutation_p  # noqa: E402
 from .summary import Run, build_summary, run_figures  # noqa: E402
@@ -123,11 +124,9 @@ def collect(p: PaperPlan) -> dict[str, Collected]:
         if (d / "campaign.json").exists():
             summary, ok = build_summary(d)
             report.write_report(d, (summary, ok))
-            data = json.loads((d / "campaign.json").read_text())
-            present = {(r["scheme"], r["rep"]) for r in data["runs"] if r["status"] == "ok"}
-            wanted = {(s, rep) for s in spec.schemes for rep in range(1, spec.reps + 1)}
-            c.status = "finished" if wanted <= present else "partial"
-            c.summary, c.ok, c.runs_present = summary, ok, len(present & wanted)
+            c.runs_present = recorded_runs(p, spec)
+            c.status = "finished" if c.runs_present == spec.runs else "partial"
+            c.summary, c.ok = summary, ok
         collected[spec.name] = c
     return collected
 
