@@ -6,6 +6,7 @@
     pmrtb paper --out DIR [--quick] [--reps N] [--seed S]
     pmrtb reliability --profile pixel5 --scheme original [--toggle PATH=V1,V2,...]
                       [--swap-full] [--swap-write-errors]
+    pmrtb probe NAME [ARGS...] [--flavour testbed|debug] [--kernel BZIMAGE] [--out DIR]
     pmrtb shell [--profile pixel6pro]
 """
 
@@ -24,6 +25,7 @@ from rich.table import Table
 
 from . import campaign, guest, kernel, paths, profiles, reliability_checks, report
 from . import paper as paper_mod
+from . import probe as probe_mod
 from . import reliability as reliability_mod
 from .errors import GuestError, UserError
 
@@ -181,6 +183,34 @@ def print_checks(result: dict) -> None:
     out.print(reliability_checks.summary(result), highlight=False)
 
 
+# `pmrtb probe`'s exit status per probe status (UserError is 2, GuestError 3)
+PROBE_EXIT = {"passed": 0, "failed": 1, "inconclusive": 4}
+
+
+@app.command()
+def probe(
+    name: str = typer.Argument(..., help="a probe: probes/<name>.sh"),
+    args: list[str] = typer.Argument(None, help="the probe's own arguments (e.g. vm.pmr_mode)"),
+    flavour: str = typer.Option("testbed", help="kernel flavour: testbed or debug"),
+    out: Path = typer.Option(None, help="results directory "
+                                        "(default results/probe-<name>-<time>)"),
+    kernel_image: Path = typer.Option(None, "--kernel",
+                                      help="boot this bzImage instead of the series' kernel "
+                                           "(e.g. one without a patch)"),
+) -> None:
+    """One kernel behaviour in a small guest: exit 0 passed, 1 failed, 4 inconclusive."""
+    probe_mod.check(name, flavour, kernel_image)   # refuse bad input before building anything
+    out = out or paths.RESULTS_DIR / f"probe-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=err, transient=False) as bar:
+        task = bar.add_task("preparing", total=None)
+        result = probe_mod.run(name, list(args or []), out, flavour,
+                               lambda msg: bar.update(task, description=msg), kernel_image)
+    typer.echo(f"{name}: {result.status}: {result.verdict}")
+    typer.echo(f"probe.json: {out / 'probe.json'}")
+    raise typer.Exit(PROBE_EXIT[result.status])
+
+
 @app.command()
 def shell(profile: str = typer.Option("pixel6pro", help="profile for guest RAM and CPUs"),
           flavour: str = typer.Option("testbed")) -> None:
@@ -198,7 +228,10 @@ def shell(profile: str = typer.Option("pixel6pro", help="profile for guest RAM a
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        # not standalone, so that our errors reach the handlers below; click
+        # then returns a command's typer.Exit code instead of exiting with it
+        status = app(standalone_mode=False)
+        sys.exit(status if isinstance(status, int) else 0)
     except UserError as exc:
         err.print(f"pmrtb: error: {exc}", highlight=False, soft_wrap=True, markup=False)
         sys.exit(exc.exit_code)

@@ -1,0 +1,75 @@
+# Helpers the probes source: their log, their disks and cgroup v2.
+# A probe's first argument is its results directory (a --rwdir).
+cg=/sys/fs/cgroup
+
+# log TEXT: to the probe's log, and to the console if it can be written.
+log() {
+	echo "$*" >>"$out/guest.log"
+	echo "$*" || true
+}
+
+# verdict STATUS TEXT: the probe's last line and exit status (probe.py:
+# 0 passed, 1 failed, 2 inconclusive).
+verdict() {
+	log "RESULT: $2"
+	exit "$1"
+}
+
+# The /dev node of the virtio disk whose serial is $1.
+disk_by_serial() {
+	for d in /sys/block/vd*; do
+		if [ "$(cat "$d/serial" 2>/dev/null)" = "$1" ]; then
+			echo "/dev/${d##*/}"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Swap on the disk with serial pmrswap, ext4 on pmrdata mounted at /run/data.
+setup_disks() {
+	swap=$(disk_by_serial pmrswap) || verdict 2 "no swap disk (serial pmrswap)"
+	data=$(disk_by_serial pmrdata) || verdict 2 "no data disk (serial pmrdata)"
+	mkswap -q "$swap"
+	swapon "$swap"
+	mkfs.ext4 -q -F "$data"
+	mkdir -p /run/data
+	mount "$data" /run/data
+}
+
+# set_pmr_mode MODE: vm.pmr_mode, or an inconclusive verdict if refused.
+set_pmr_mode() {
+	echo "$1" >/proc/sys/vm/pmr_mode 2>/dev/null ||
+		verdict 2 "vm.pmr_mode refused $1 (a mode is 0, 1 or 2)"
+}
+
+# memstat CGROUP KEY: one field of CGROUP's memory.stat, in bytes or pages.
+memstat() { awk -v k="$2" '$1 == k { print $2 }' "$cg/$1/memory.stat"; }
+
+# vmstat KEY: one counter of /proc/vmstat.
+vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+
+# A 96 MB file of random data on the data disk, not in the page cache.
+make_file() {
+	dd if=/dev/urandom of=/run/data/f bs=1M count=96 status=none
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+
+# Anon memory from cgroup `load` for at most $1 seconds, $2 of it (a
+# stress-ng size: 85% of the memory there is, or e.g. 600m), in the
+# background: $load is stress-ng's pid; stop_load ends it and its workers.
+start_load() {
+	mkdir -p "$cg/load"
+	sh -c "echo \$\$ >$cg/load/cgroup.procs; cd /tmp; exec stress-ng --vm 1 \
+	       --vm-bytes ${2:-85%} --vm-keep --timeout ${1}s --quiet" &
+	load=$!
+}
+
+# RAM in MB (MemTotal).
+ram_mb() { awk '$1 == "MemTotal:" { print int($2 / 1024) }' /proc/meminfo; }
+
+stop_load() {
+	kill "$load" 2>/dev/null || true
+	wait "$load" 2>/dev/null || true
+}

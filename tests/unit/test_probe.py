@@ -1,0 +1,153 @@
+"""`pmrtb probe`: the verdict protocol between a probe script and the host."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pmr_testbed import cli, guest, kernel, probe
+from pmr_testbed.errors import GuestError, UserError
+
+ROOT = Path(__file__).resolve().parents[2]
+LIB = probe.PROBES_DIR / "lib" / "guest.sh"
+
+
+def test_the_probes_are_the_scripts_beside_their_library():
+    names = probe.available()
+    assert "file-victims-without-swap" in names and "removed-memcg-reclaim" in names
+    assert "guest" not in names   # probes/lib/guest.sh is sourced, not a probe
+
+
+@pytest.mark.parametrize("name", probe.available())
+def test_every_probe_can_pass_and_fail(name):
+    path = probe.PROBES_DIR / f"{name}.sh"
+    code = [ln for ln in path.read_text().splitlines() if not ln.lstrip().startswith("#")]
+    assert '. "$(dirname "$0")/lib/guest.sh"' in code
+    statuses = set(re.findall(r"\bverdict ([0-9])\b", "\n".join(code)))
+    assert {"0", "1"} <= statuses, f"{name} must be able to pass and to fail"
+    subprocess.run(["sh", "-n", str(path)], check=True)
+
+
+@pytest.mark.parametrize("status", [0, 1, 2])
+def test_the_library_verdict_logs_the_result_and_exits_with_it(tmp_path, status):
+    res = subprocess.run(["sh", "-c", f'set -eu; out={tmp_path}; . {LIB}; '
+                          f'log "seen"; verdict {status} "what it found"'],
+                         capture_output=True, text=True)
+    assert res.returncode == status
+    log = (tmp_path / "guest.log").read_text()
+    assert log == "seen\nRESULT: what it found\n"
+    assert probe.verdict(log) == "what it found"
+
+
+def test_verdict_is_the_last_result_line():
+    log = "files before load: 1\nRESULT: first\nmore\nRESULT: memory.reclaim took them\n"
+    assert probe.verdict(log) == "memory.reclaim took them"
+    assert probe.verdict("no verdict here\n") is None
+
+
+@pytest.mark.parametrize("rc, status", [(0, "passed"), (1, "failed"), (2, "inconclusive")])
+def test_exit_status_gives_the_probe_status(tmp_path, rc, status):
+    res = probe.result_of("p", rc, "RESULT: said\n", tmp_path, "console")
+    assert (res.status, res.verdict) == (status, "said")
+
+
+def test_the_command_exits_non_zero_unless_passed():
+    assert cli.PROBE_EXIT["passed"] == 0
+    assert cli.PROBE_EXIT["failed"] != 0 and cli.PROBE_EXIT["inconclusive"] != 0
+    # neither a user error (2) nor a guest failure (3)
+    assert not {cli.PROBE_EXIT["failed"], cli.PROBE_EXIT["inconclusive"]} & {2, 3}
+    assert set(cli.PROBE_EXIT) == set(probe.STATUS.values())
+
+
+@pytest.mark.parametrize("rc, log", [(0, "no result line\n"), (137, "RESULT: x\n"),
+                                     (3, "RESULT: x\n")])
+def test_a_probe_that_broke_is_a_guest_error_not_a_result(tmp_path, rc, log):
+    with pytest.raises(GuestError):
+        probe.result_of("p", rc, log, tmp_path, "console tail")
+
+
+def test_unknown_probe_flavour_or_kernel_is_refused(tmp_path):
+    with pytest.raises(UserError, match="no probe 'nope'"):
+        probe.check("nope", "testbed")
+    with pytest.raises(UserError, match="no probe 'lib/guest'"):
+        probe.check("lib/guest", "testbed")
+    with pytest.raises(UserError, match="not a kernel flavour"):
+        probe.check("removed-memcg-reclaim", "fast")
+    with pytest.raises(UserError, match="no such kernel image"):
+        probe.check("removed-memcg-reclaim", "testbed", tmp_path / "bzImage")
+
+
+def _fake_boot(returncode, guest_log, seen):
+    def boot(bzimage, *, exec_cmd, console_path, rwdirs, disks, **kw):
+        seen.update(bzimage=bzimage, exec_cmd=exec_cmd, disks=disks, kw=kw)
+        assert all(d.path.exists() for d in disks)
+        (rwdirs[0] / "guest.log").write_text(guest_log)
+        return guest.BootResult(returncode, "console", 1.0)
+    return boot
+
+
+def test_run_boots_the_probe_and_records_its_verdict(tmp_path, monkeypatch):
+    image = tmp_path / "bzImage"
+    image.write_bytes(b"kernel")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "probe.json").write_text('{"status": "passed"}')   # from an earlier run
+    seen = {}
+    monkeypatch.setattr(guest, "check_host_tools", lambda: None)
+    monkeypatch.setattr(guest, "detect_accel", lambda k: "tcg")
+    monkeypatch.setattr(guest, "boot", _fake_boot(1, "RESULT: left 17 MB\n", seen))
+    res = probe.run("removed-memcg-reclaim", ["2"], out, "testbed", lambda m: None, image)
+    assert (res.status, res.verdict) == ("failed", "left 17 MB")
+    assert seen["exec_cmd"].endswith(f"probes/removed-memcg-reclaim.sh {out} 2")
+    assert seen["bzimage"] == image.resolve()
+    assert seen["kw"]["append"] == kernel.BOOT_ARGS["testbed"]
+    assert {d.serial for d in seen["disks"]} == {"pmrswap", "pmrdata"}
+    assert not any(d.path.exists() for d in seen["disks"])   # images removed afterwards
+    record = json.loads((out / "probe.json").read_text())
+    assert record["status"] == "failed" and record["args"] == ["2"]
+
+
+def test_a_broken_probe_leaves_no_verdict_behind(tmp_path, monkeypatch):
+    image = tmp_path / "bzImage"
+    image.write_bytes(b"kernel")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "probe.json").write_text('{"status": "passed"}')
+    monkeypatch.setattr(guest, "check_host_tools", lambda: None)
+    monkeypatch.setattr(guest, "detect_accel", lambda k: "tcg")
+    monkeypatch.setattr(guest, "boot", _fake_boot(1, "no verdict\n", {}))
+    with pytest.raises(GuestError):
+        probe.run("removed-memcg-reclaim", [], out, "testbed", lambda m: None, image)
+    assert not (out / "probe.json").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nope"], "no probe 'nope'"),
+    (["removed-memcg-reclaim", "--flavour", "fast"], "'fast' is not a kernel flavour"),
+    (["removed-memcg-reclaim", "--kernel", "/nonexistent/bzImage"], "no such kernel image"),
+])
+def test_bad_input_one_line_exit_2(tmp_path, args, message):
+    res = subprocess.run([sys.executable, "-m", "pmr_testbed.cli", "probe", *args,
+                          "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True,
+                         text=True, env={"PYTHONPATH": str(ROOT / "harness"),
+                                         "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 2, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("pmrtb: error: ") and message in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("status", ["passed", "failed", "inconclusive"])
+def test_the_exit_status_reaches_the_shell(tmp_path, monkeypatch, status):
+    # click in non-standalone mode returns a command's typer.Exit code
+    # instead of exiting with it: main() must pass it on (it once exited 0)
+    monkeypatch.setattr(probe, "run", lambda name, args, out, flavour, progress, image:
+                        probe.ProbeResult(name, status, "said", out))
+    monkeypatch.setattr(sys, "argv", ["pmrtb", "probe", "removed-memcg-reclaim",
+                                      "--out", str(tmp_path)])
+    with pytest.raises(SystemExit) as exc:
+        cli.main()
+    assert exc.value.code == cli.PROBE_EXIT[status]
