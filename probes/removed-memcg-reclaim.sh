@@ -34,7 +34,7 @@ sh -c "echo \$\$ >$cg/parent/gone/cgroup.procs; exec cat /run/data/f >/dev/null"
 rmdir "$cg/parent/gone"
 sleep 1
 before=$(memstat parent file)
-dying=$(awk '$1 == "nr_dying_descendants" { print $2 }' "$cg/parent/cgroup.stat")
+dying=$(cgstat parent nr_dying_descendants)
 log "parent after rmdir: file $before dying memcgs $dying"
 [ "$dying" -ge 1 ] || verdict 2 "the removed memcg did not stay dying: nothing to test"
 [ "$before" -ge $((64 << 20)) ] || verdict 2 "the removed memcg holds only $before bytes of page cache"
@@ -53,7 +53,7 @@ stop_load
 added=$(($(vmstat pmr_victim_added) - added0))
 steal=$(($(vmstat pgsteal_kswapd) + $(vmstat pgsteal_direct) - steal0))
 swapped=$(($(vmstat pswpout) - out0))
-dying=$(awk '$1 == "nr_dying_descendants" { print $2 }' "$cg/parent/cgroup.stat")
+dying=$(cgstat parent nr_dying_descendants)
 log "parent after load: file $file dying memcgs $dying (load ran $(($(date +%s) - start)) s)"
 log "during the load: pages reclaimed $steal, swapped out $swapped, victims added $added"
 [ "$file" -le $((before / 2)) ] &&

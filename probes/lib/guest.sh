@@ -46,6 +46,9 @@ set_pmr_mode() {
 # memstat CGROUP KEY: one field of CGROUP's memory.stat, in bytes or pages.
 memstat() { awk -v k="$2" '$1 == k { print $2 }' "$cg/$1/memory.stat"; }
 
+# cgstat CGROUP KEY: one field of CGROUP's cgroup.stat.
+cgstat() { awk -v k="$2" '$1 == k { print $2 }' "$cg/$1/cgroup.stat"; }
+
 # vmstat KEY: one counter of /proc/vmstat.
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 
