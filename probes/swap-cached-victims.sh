@@ -15,12 +15,13 @@
 #    swap has run full;
 # 3. memory.reclaim asks `cold` for its page cache and its victims or its
 #    swap cache, whichever is smaller. With no swap left, reclaim scans
-#    no anon LRU list and takes only file victims, but for the anon
-#    victims that hold a swap slot already (patch 23). Passed when
-#    victims beyond the page cache that went and 256 kB of swap cache are
-#    freed; failed if not (the 22-patch series freed none: victims 8.61
-#    -> 8.56 MB, swap cache 5.97 -> 5.97 MB); inconclusive when `cold`
-#    held under 1 MB of victims or of swap cache.
+#    no anon LRU list and takes only file victims, except the anon
+#    victims paged out: in the swap cache, mapped by no page table, they
+#    hold a slot already (patch 23). Passed when victims beyond the page
+#    cache that went and 256 kB of swap cache are freed; failed if not
+#    (the 22-patch series freed none: victims 8.61 -> 8.56 MB, swap cache
+#    5.97 -> 5.97 MB); inconclusive when `cold` held under 1 MB of
+#    victims or of swap cache.
 set -eu
 out=$1
 mode=${2:-2}
