@@ -20,10 +20,8 @@ out=$1
 mode=${2:-2}
 . "$(dirname "$0")/lib/guest.sh"
 
-setup_disks
+setup_probe "$mode"
 echo 0 >/proc/sys/vm/swappiness
-set_pmr_mode "$mode"
-echo +memory >"$cg/cgroup.subtree_control"
 mkdir "$cg/files"
 make_file
 sh -c "echo \$\$ >$cg/files/cgroup.procs; cat /run/data/f >/dev/null; cat /run/data/f >/dev/null"

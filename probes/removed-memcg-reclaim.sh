@@ -23,9 +23,7 @@ out=$1
 mode=${2:-2}
 . "$(dirname "$0")/lib/guest.sh"
 
-setup_disks
-set_pmr_mode "$mode"
-echo +memory >"$cg/cgroup.subtree_control"
+setup_probe "$mode"
 mkdir -p "$cg/parent"
 echo +memory >"$cg/parent/cgroup.subtree_control"
 mkdir "$cg/parent/gone"

@@ -43,6 +43,14 @@ set_pmr_mode() {
 		verdict 2 "vm.pmr_mode refused $1 (a mode is 0, 1 or 2)"
 }
 
+# setup_probe MODE: the disks, vm.pmr_mode=MODE and the memory controller
+# for the root's children, as every probe starts.
+setup_probe() {
+	setup_disks
+	set_pmr_mode "$1"
+	echo +memory >"$cg/cgroup.subtree_control"
+}
+
 # memstat CGROUP KEY: one field of CGROUP's memory.stat, in bytes or pages.
 memstat() { awk -v k="$2" '$1 == k { print $2 }' "$cg/$1/memory.stat"; }
 
