@@ -14,7 +14,11 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   of all switches; `hot.swapin_pages` is pswpin over the hot switches'
   windows (from `t_ms - response_ms` to `t_ms`, the cumulative counter
   linearly interpolated between vmstat samples): the swapped-out working
-  set a switch back had to read in.
+  set a switch back had to read in; `hot.file_refault_pages` likewise
+  workingset_refault_file, the page cache it had to read again. Each kind's
+  `cost` is the mean of what the app measured of its launches (steps, CPU
+  time, run-queue wait, major faults, and `blocked_ms`, the rest of the
+  wall time; launch_cost()).
 - reclaim throughput: the swap device's write throughput (the paper's
   definition, §2.2.2), from `write_sectors` (512-byte units) in diskstat.csv.
   The cumulative counter is linearly interpolated at whole seconds of
@@ -272,23 +276,47 @@ def response_by_app(switches: list[dict]) -> dict[str, float]:
 
 def switch_kinds(switch_events: list[dict], vmstat: tuple[list[str], list[list[str]]]) -> dict:
     """Cold and hot switches apart: count, mean response time, share of the
-    summed response time; and the pages swapped in during the hot ones."""
+    summed response time; the pages swapped in and the file pages refaulted
+    during the hot ones; and where the launches' time went (`cost`)."""
     header, rows = vmstat
     t_ms = np.array([float(r[0]) for r in rows])
-    pswpin = np.array([float(r[header.index("pswpin")]) for r in rows])
     total = sum(e["response_ms"] for e in switch_events)
     kinds: dict = {}
     for kind in ("cold", "hot"):
-        times = [e["response_ms"] for e in switch_events if e["kind"] == kind]
+        of_kind = [e for e in switch_events if e["kind"] == kind]
+        times = [e["response_ms"] for e in of_kind]
         kinds[kind] = {"switches": len(times),
                        "mean_ms": float(np.mean(times)) if times else None,
-                       "share": sum(times) / total if total else None}
+                       "share": sum(times) / total if total else None,
+                       "cost": launch_cost([e["cost"] for e in of_kind if "cost" in e])}
     hot = [e for e in switch_events if e["kind"] == "hot"]
     ends = np.array([float(e["t_ms"]) for e in hot])
     starts = ends - np.array([float(e["response_ms"]) for e in hot])
-    swapins = np.interp(ends, t_ms, pswpin) - np.interp(starts, t_ms, pswpin)
-    kinds["hot"]["swapin_pages"] = int(round(float(swapins.sum())))
+    for counter, name in (("pswpin", "swapin_pages"), ("workingset_refault_file",
+                                                       "file_refault_pages")):
+        if counter not in header:
+            kinds["hot"][name] = None
+            continue
+        values = np.array([float(r[header.index(counter)]) for r in rows])
+        during = np.interp(ends, t_ms, values) - np.interp(starts, t_ms, values)
+        kinds["hot"][name] = int(round(float(during.sum())))
     return kinds
+
+
+def launch_cost(costs: list[dict[str, float]]) -> dict[str, float] | None:
+    """The mean of each figure the app measured for its launches (the
+    `cost` of a switch event: steps' wall time, CPU time, run-queue wait,
+    major faults; docs/guest-interface.md), and `blocked_ms`, the wall time
+    left after CPU and run-queue time: sleeping on I/O, on a lock, or
+    throttled. None for switches without costs (a runtime before them)."""
+    if not costs:
+        return None
+    names = sorted({name for c in costs for name in c})
+    mean = {name: float(np.mean([c[name] for c in costs if name in c])) for name in names}
+    if {"wall_ms", "user_ms", "sys_ms", "runq_ms"} <= set(names):
+        mean["blocked_ms"] = float(np.mean([
+            c["wall_ms"] - c["user_ms"] - c["sys_ms"] - c["runq_ms"] for c in costs]))
+    return mean
 
 
 def memory_stall(path: Path) -> dict[str, float]:

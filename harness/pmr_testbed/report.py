@@ -482,13 +482,35 @@ SWITCH_KIND_COLUMNS = [("switch_kinds.cold.switches", "cold switches"),
                        ("switch_kinds.cold.share", "cold share of response time"),
                        ("switch_kinds.hot.switches", "hot switches"),
                        ("switch_kinds.hot.mean_ms", "hot mean ms"),
-                       ("switch_kinds.hot.swapin_pages", "pages swapped in during hot switches")]
+                       ("switch_kinds.hot.swapin_pages", "pages swapped in during hot switches"),
+                       ("switch_kinds.hot.file_refault_pages",
+                        "file pages refaulted during hot switches")]
 
 
 def switch_kind_table(schemes: dict[str, dict]) -> list[str]:
     """Response time split into cold and hot switches (metrics.switch_kinds)."""
     rows = _rows(schemes, SWITCH_KIND_COLUMNS, lambda e: e.get("switch_kinds"))
     return _table(["scheme", *(title for _, title in SWITCH_KIND_COLUMNS)], rows) if rows else []
+
+
+# where a launch's time went, as the slowest process of the app measured it
+LAUNCH_COST_STEPS = {"cold": [("files_ms", "files ms"), ("init_ms", "init ms"),
+                              ("heap_ms", "heap ms")],
+                     "hot": [("heap_ms", "heap ms"), ("files_ms", "files ms")]}
+LAUNCH_COST_SPLIT = [("user_ms", "user ms"), ("sys_ms", "system ms"),
+                     ("runq_ms", "waiting for a CPU ms"), ("blocked_ms", "blocked ms"),
+                     ("major_faults", "major faults")]
+
+
+def launch_cost_table(schemes: dict[str, dict], kind: str) -> list[str]:
+    """Where the launches of one kind spent their time (metrics.launch_cost),
+    for the schemes whose runtime measured it."""
+    columns = [(f"switch_kinds.{kind}.mean_ms", "response ms"),
+               *((f"switch_kinds.{kind}.cost.{k}", t)
+                 for k, t in LAUNCH_COST_STEPS[kind] + LAUNCH_COST_SPLIT)]
+    rows = _rows(schemes, columns,
+                 lambda e: get_path(e, f"switch_kinds.{kind}.cost.wall_ms") is not None)
+    return _table(["scheme", *(title for _, title in columns)], rows) if rows else []
 
 
 PMR_COLUMNS = [("pmr.kshrinkd_wake", "kshrinkd wake-ups"), ("pmr.pgscan_kshrinkd", "pages scanned"),
@@ -720,8 +742,20 @@ def render_markdown(s: dict) -> str:
         lines += ["Response time by kind of switch: cold, the app had no process (its first "
                   "launch, or a relaunch after a kill); hot, it had one. The share is of the "
                   "summed response time of all switches; the swap-ins are pswpin over the hot "
-                  "switches' windows, the swapped-out working set they read back.", "",
-                  *kinds, ""]
+                  "switches' windows, the swapped-out working set they read back, and the "
+                  "file refaults workingset_refault_file over them, the page cache they read "
+                  "again.", "", *kinds, ""]
+    for kind, what in (("cold", "Cold launches: map and read the app's files, run its init "
+                                "work (a fixed CPU loop), fill the launch part of its heap."),
+                       ("hot", "Hot switches: touch the heap's working set, read the files' "
+                               "working set.")):
+        if table := launch_cost_table(s["schemes"], kind):
+            lines += [f"Where the time of {kind} switches goes, as the app's slowest process "
+                      f"measured its launch (mean per launch): {what} Each step's wall time; "
+                      "then the thread's user and system CPU time (system: page faults and "
+                      "direct reclaim), the time it was runnable but waited for a CPU "
+                      "(schedstat run_delay), and the rest, blocked: on I/O, on a lock, "
+                      "or throttled.", "", *table, ""]
     if cpu := cpu_table(s["schemes"]):
         lines += ["Reclaim CPU seconds by thread family:", "", *cpu, ""]
     if pmr := pmr_table(s["schemes"]):

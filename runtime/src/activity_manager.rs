@@ -22,12 +22,12 @@ use crate::control::Control;
 use crate::events::{Event, EventLog, LaunchKind, Phase};
 use crate::oom_adj::{oom_adjs, Recency};
 use crate::proc_registry::ProcRegistry;
-use crate::protocol::Command;
+use crate::protocol::{Command, Costs};
 use crate::spec::{ms, Spec};
 use crate::switch_plan;
 use crate::sys::{self, Exit};
 use anyhow::{bail, Context, Result};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -59,6 +59,9 @@ pub struct ActivityManager<'a> {
     /// Apps by recency of use, most recent first.
     lru: Vec<usize>,
     current: Option<usize>,
+    /// What the last launch cost its slowest process (the one with the
+    /// longest `wall_ms`): logged with the launch.
+    launch_cost: Costs,
 }
 
 /// Milliseconds to the microsecond: a hot launch of a small app in a test
@@ -76,6 +79,7 @@ impl<'a> ActivityManager<'a> {
             owner: HashMap::new(),
             lru: Vec::new(),
             current: None,
+            launch_cost: Costs::new(),
         }
     }
 
@@ -92,6 +96,7 @@ impl<'a> ActivityManager<'a> {
             let start = Instant::now();
             self.cold_launch(app)?;
             let response_ms = millis(start.elapsed());
+            let cost = self.take_launch_cost();
             self.current = None;
             self.update_adjs()?;
             self.log(&Event::Launch {
@@ -99,6 +104,7 @@ impl<'a> ActivityManager<'a> {
                 kind: LaunchKind::Cold,
                 response_ms,
                 role: "background",
+                cost,
             })?;
         }
         self.phase(Phase::Settle)?;
@@ -115,6 +121,7 @@ impl<'a> ActivityManager<'a> {
             let start = Instant::now();
             let kind = self.launch(app)?;
             let response_ms = millis(start.elapsed());
+            let cost = self.take_launch_cost();
             // A death right after the launch is handled like any other.
             self.command(app, Command::Fg)?;
             self.log(&Event::Switch {
@@ -124,6 +131,7 @@ impl<'a> ActivityManager<'a> {
                 kind,
                 response_ms,
                 from: from.map(|f| spec.apps[f].name.as_str()),
+                cost,
             })?;
             self.wait_for(planned.dwell)?;
         }
@@ -166,6 +174,7 @@ impl<'a> ActivityManager<'a> {
 
     /// Hot launch if alive and it survives, else cold.
     fn launch(&mut self, app: usize) -> Result<LaunchKind> {
+        self.launch_cost.clear();
         if !self.apps[app].is_empty() && self.command(app, Command::Hot)? {
             return Ok(LaunchKind::Hot);
         }
@@ -179,6 +188,8 @@ impl<'a> ActivityManager<'a> {
         let spec = self.ctx.spec;
         let a = &spec.apps[app];
         loop {
+            // Only the attempt that survives is the launch.
+            self.launch_cost.clear();
             let cgroup = self.ctx.apps_cgroup.join(&a.name);
             for index in 0..a.processes {
                 let p = self.ctx.app_command.spawn(&a.name, index, &cgroup)?;
@@ -212,6 +223,25 @@ impl<'a> ActivityManager<'a> {
         alive
     }
 
+    /// Keep `costs` if its process took longer than the one kept.
+    fn keep_costliest(&mut self, costs: Costs) {
+        let wall = |c: &Costs| {
+            c.iter()
+                .find(|(n, _)| n == "wall_ms")
+                .map_or(0.0, |(_, v)| *v)
+        };
+        if !costs.is_empty()
+            && (self.launch_cost.is_empty() || wall(&costs) > wall(&self.launch_cost))
+        {
+            self.launch_cost = costs;
+        }
+    }
+
+    /// The cost of the launch just done, for its event; cleared for the next.
+    fn take_launch_cost(&mut self) -> BTreeMap<String, f64> {
+        std::mem::take(&mut self.launch_cost).into_iter().collect()
+    }
+
     fn await_replies(&mut self, procs: &mut [AppProcess], command: Command) -> Result<bool> {
         if !procs.iter_mut().all(|p| p.send(command)) {
             return Ok(false);
@@ -219,7 +249,10 @@ impl<'a> ActivityManager<'a> {
         for p in procs {
             loop {
                 match p.poll_reply(SLICE)? {
-                    Reply::Ready => break,
+                    Reply::Ready(costs) => {
+                        self.keep_costliest(costs);
+                        break;
+                    }
                     Reply::Gone => return Ok(false),
                     Reply::Pending => self.tick(Duration::ZERO)?,
                 }

@@ -25,9 +25,10 @@
 
 use crate::app_files::{self, pages_of_mb, AppFile};
 use crate::bench::cpu_work;
+use crate::launch_cost::CostMeter;
 use crate::memory::{AnonRegion, FileMapping};
 use crate::pattern::{self, PAGE_SIZE, WORDS_PER_PAGE};
-use crate::protocol::{Command, READY};
+use crate::protocol::{self, Command, Costs};
 use crate::spec::{ms, AppSpec, Spec};
 use anyhow::{bail, ensure, Context, Result};
 use std::io::{BufRead, Write};
@@ -203,10 +204,14 @@ struct Process {
 }
 
 impl Process {
-    fn cold_launch(model: ProcessModel, data_dir: &Path) -> Result<Process> {
+    /// The process, and what its launch cost (launch_cost.rs).
+    fn cold_launch(model: ProcessModel, data_dir: &Path) -> Result<(Process, Costs)> {
+        let mut meter = CostMeter::start();
         let files = Files::map(&model, &app_files::app_dir(data_dir, &model.app))?;
         files.read(files.pages())?;
+        meter.step("files");
         cpu_work(model.init_iters);
+        meter.step("init");
         let heap = Heap {
             region: AnonRegion::new(model.heap_pages * PAGE_SIZE)?,
             salt: model.salt,
@@ -214,19 +219,39 @@ impl Process {
             label: model.label.clone(),
         };
         heap.fill_to(model.launch_pages);
-        Ok(Process {
+        meter.step("heap");
+        let process = Process {
             model,
             heap,
             files,
             mode: AtomicU64::new(0),
-        })
+        };
+        Ok((process, meter.finish()))
     }
 
     fn touch_working_set(&self) -> Result<()> {
+        self.touch_heap_working_set()?;
+        self.read_files_working_set()
+    }
+
+    fn touch_heap_working_set(&self) -> Result<()> {
         let ws = fraction_of(self.model.heap_pages, self.model.ws_fraction).min(self.heap.filled());
-        self.heap.touch(0..ws)?;
+        self.heap.touch(0..ws)
+    }
+
+    fn read_files_working_set(&self) -> Result<()> {
         self.files
             .read(fraction_of(self.files.pages(), self.model.ws_fraction))
+    }
+
+    /// A hot launch: the working set touched; what it cost.
+    fn hot_launch(&self) -> Result<Costs> {
+        let mut meter = CostMeter::start();
+        self.touch_heap_working_set()?;
+        meter.step("heap");
+        self.read_files_working_set()?;
+        meter.step("files");
+        Ok(meter.finish())
     }
 
     fn set_foreground(&self, fg: bool) {
@@ -313,8 +338,8 @@ pub fn main(spec_path: &Path, data_dir: &Path, name: &str, index: u32) -> Result
 
     let mut lines = std::io::stdin().lock().lines();
     let mut out = std::io::stdout().lock();
-    let mut reply = || -> Result<()> {
-        writeln!(out, "{READY}")?;
+    let mut reply = |costs: Costs| -> Result<()> {
+        writeln!(out, "{}", protocol::ready_line(&costs))?;
         out.flush().context("cannot answer the activity manager")
     };
 
@@ -325,8 +350,9 @@ pub fn main(spec_path: &Path, data_dir: &Path, name: &str, index: u32) -> Result
         Command::parse(&first?)? == Command::Cold,
         "the first command must be `cold`"
     );
-    let process = Arc::new(Process::cold_launch(model, data_dir)?);
-    reply()?;
+    let (process, costs) = Process::cold_launch(model, data_dir)?;
+    let process = Arc::new(process);
+    reply(costs)?;
 
     let worker = Arc::clone(&process);
     std::thread::Builder::new()
@@ -344,13 +370,19 @@ pub fn main(spec_path: &Path, data_dir: &Path, name: &str, index: u32) -> Result
         })?;
 
     for line in lines {
-        match Command::parse(&line?)? {
+        let costs = match Command::parse(&line?)? {
             Command::Cold => bail!("`cold` sent to a running app"),
-            Command::Hot => process.touch_working_set()?,
-            Command::Fg => process.set_foreground(true),
-            Command::Bg => process.set_foreground(false),
-        }
-        reply()?;
+            Command::Hot => process.hot_launch()?,
+            Command::Fg => {
+                process.set_foreground(true);
+                Costs::new()
+            }
+            Command::Bg => {
+                process.set_foreground(false);
+                Costs::new()
+            }
+        };
+        reply(costs)?;
     }
     Ok(())
 }

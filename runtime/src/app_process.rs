@@ -4,9 +4,9 @@
 //! the deadline) while an app launches.
 
 use crate::cgroup;
-use crate::protocol::{Command, READY};
+use crate::protocol::{self, Command, Costs};
 use crate::sys;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -27,9 +27,10 @@ pub struct AppProcess {
     pending: Vec<u8>,
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub enum Reply {
-    Ready,
+    /// Done, with what it cost the process (empty but for launches).
+    Ready(Costs),
     /// The process closed its stdout: it died.
     Gone,
     /// No reply yet.
@@ -75,14 +76,9 @@ impl AppProcess {
             if let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.pending.drain(..=end).collect();
                 let line = String::from_utf8_lossy(&line);
-                if line.trim() != READY {
-                    bail!(
-                        "app process {} replied {:?} instead of {READY:?}",
-                        self.pid,
-                        line.trim()
-                    );
-                }
-                return Ok(Reply::Ready);
+                let costs = protocol::parse_ready(&line)
+                    .with_context(|| format!("app process {} replied wrongly", self.pid))?;
+                return Ok(Reply::Ready(costs));
             }
             let mut fds = [sys::pollfd(self.stdout.as_fd(), libc::POLLIN)];
             if sys::poll(&mut fds, Some(wait))? == 0 {

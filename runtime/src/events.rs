@@ -5,6 +5,7 @@
 use crate::lmkd::decision::{KillReason, Level};
 use anyhow::{Context, Result};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -41,12 +42,17 @@ pub enum Event<'a> {
         kind: LaunchKind,
         response_ms: f64,
         from: Option<&'a str>,
+        /// What the launch cost its slowest process (launch_cost.rs).
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        cost: BTreeMap<String, f64>,
     },
     Launch {
         app: &'a str,
         kind: LaunchKind,
         response_ms: f64,
         role: &'static str,
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        cost: BTreeMap<String, f64>,
     },
     Kill {
         app: &'a str,
@@ -129,10 +135,14 @@ mod tests {
             kind: LaunchKind::Hot,
             response_ms: 812.4,
             from: Some("youtube"),
+            cost: BTreeMap::from([
+                ("heap_ms".to_string(), 800.5),
+                ("wall_ms".to_string(), 812.0),
+            ]),
         };
         assert_eq!(
             to_line(1234, &switch),
-            r#"{"t_ms":1234,"type":"switch","round":0,"index":3,"app":"chrome","kind":"hot","response_ms":812.4,"from":"youtube"}"#
+            r#"{"t_ms":1234,"type":"switch","round":0,"index":3,"app":"chrome","kind":"hot","response_ms":812.4,"from":"youtube","cost":{"heap_ms":800.5,"wall_ms":812.0}}"#
         );
         let phase = Event::Phase {
             phase: Phase::BackgroundLaunch,
@@ -176,6 +186,7 @@ mod tests {
             kind: LaunchKind::Cold,
             response_ms: 1.0,
             role: "background",
+            cost: BTreeMap::new(),
         })
         .unwrap();
         assert_eq!((log.switches(), log.kills()), (0, 0));

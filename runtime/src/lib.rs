@@ -30,6 +30,7 @@ pub mod control;
 pub mod events;
 pub mod knob_toggler;
 pub mod kthread_sched;
+pub mod launch_cost;
 pub mod lmkd;
 pub mod memcg_lifetime;
 pub mod memcg_stat;

@@ -2,7 +2,9 @@
 //!
 //! The activity manager writes one command per line on the app's stdin; the
 //! app answers every command with one line `ready` on its stdout once the
-//! command is done. An app reports errors (e.g. data corruption) on stderr
+//! command is done. After a launch (`cold`, `hot`) the line goes on with
+//! what the launch cost, as `name=value` pairs (launch_cost.rs), e.g.
+//! `ready heap_ms=41.2 files_ms=3.1 wall_ms=44.3 user_ms=2.5 ...`. An app reports errors (e.g. data corruption) on stderr
 //! and exits with a non-zero status; it never exits on its own otherwise.
 //!
 //! | command | the app ...                                                  |
@@ -16,9 +18,39 @@
 //! `cold` is always the first command: the app allocates nothing before it,
 //! so that all its memory is charged to its cgroup.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 pub const READY: &str = "ready";
+
+/// What a command cost the app, in the order measured: `(name, value)`.
+pub type Costs = Vec<(String, f64)>;
+
+/// The `ready` line with `costs`.
+pub fn ready_line(costs: &Costs) -> String {
+    let mut line = READY.to_string();
+    for (name, value) in costs {
+        line.push_str(&format!(" {name}={value:.3}"));
+    }
+    line
+}
+
+/// The costs on a `ready` line; an error for any other line.
+pub fn parse_ready(line: &str) -> Result<Costs> {
+    let mut words = line.split_whitespace();
+    if words.next() != Some(READY) {
+        bail!("{:?} is not a {READY:?} line", line.trim());
+    }
+    words
+        .map(|w| {
+            let (name, value) = w.split_once('=').context("no `=`")?;
+            Ok((
+                name.to_string(),
+                value.parse::<f64>().context("not a number")?,
+            ))
+        })
+        .collect::<Result<Costs>>()
+        .with_context(|| format!("bad cost on the line {:?}", line.trim()))
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
@@ -59,5 +91,20 @@ mod tests {
             assert_eq!(Command::parse(&format!("{}\n", c.as_str())).unwrap(), c);
         }
         assert!(Command::parse("launch").is_err());
+    }
+
+    #[test]
+    fn ready_lines_round_trip_with_and_without_costs() {
+        assert_eq!(parse_ready("ready\n").unwrap(), Costs::new());
+        let costs = vec![
+            ("heap_ms".to_string(), 41.25),
+            ("major_faults".to_string(), 3.0),
+        ];
+        let line = ready_line(&costs);
+        assert_eq!(line, "ready heap_ms=41.250 major_faults=3.000");
+        assert_eq!(parse_ready(&line).unwrap(), costs);
+        assert!(parse_ready("done").is_err());
+        assert!(parse_ready("ready heap_ms").is_err());
+        assert!(parse_ready("ready heap_ms=fast").is_err());
     }
 }

@@ -19,6 +19,14 @@ fn await_reply(p: &mut AppProcess) -> Reply {
     }
 }
 
+/// The names of the costs on a `ready` reply; panics on another reply.
+fn cost_names(reply: Reply) -> Vec<String> {
+    match reply {
+        Reply::Ready(costs) => costs.into_iter().map(|(name, _)| name).collect(),
+        other => panic!("{other:?} instead of ready"),
+    }
+}
+
 fn reap(pid: i32) -> i32 {
     let mut status = 0;
     // SAFETY: plain waitpid on our own child.
@@ -41,16 +49,33 @@ fn spawn(s: &Scratch, app: &str, index: u32) -> AppProcess {
 fn app_process_serves_cold_hot_fg_bg_and_dies_by_sigkill() {
     let s = Scratch::new("serve", |_| {});
     let mut p = spawn(&s, "youtube", 1);
-    for command in [Command::Cold, Command::Hot, Command::Fg] {
+    // A launch reports its steps and where its time went; fg and bg nothing.
+    let split = ["wall_ms", "user_ms", "sys_ms", "runq_ms", "major_faults"];
+    let expected = [
+        (Command::Cold, vec!["files_ms", "init_ms", "heap_ms"]),
+        (Command::Hot, vec!["heap_ms", "files_ms"]),
+        (Command::Fg, vec![]),
+    ];
+    for (command, steps) in expected {
         assert!(p.send(command));
-        assert_eq!(await_reply(&mut p), Reply::Ready, "{command:?}");
+        let names = cost_names(await_reply(&mut p));
+        let mut want: Vec<&str> = steps.clone();
+        if !steps.is_empty() {
+            // runq_ms only where the host kernel has schedstat
+            want.extend(
+                split
+                    .iter()
+                    .filter(|n| **n != "runq_ms" || names.iter().any(|m| m == "runq_ms")),
+            );
+        }
+        assert_eq!(names, want, "{command:?}");
     }
     let procs = std::fs::read_to_string(s.dir.join("cgroup.procs")).unwrap();
     assert_eq!(procs, "0", "the child joined its cgroup");
     std::thread::sleep(Duration::from_millis(400)); // foreground work and growth run
     for command in [Command::Bg, Command::Hot] {
         assert!(p.send(command));
-        assert_eq!(await_reply(&mut p), Reply::Ready, "{command:?}");
+        cost_names(await_reply(&mut p));
     }
     // SAFETY: plain kill of our own child.
     assert_eq!(unsafe { libc::kill(p.pid, libc::SIGKILL) }, 0);

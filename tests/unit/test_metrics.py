@@ -87,22 +87,38 @@ def test_switches_kills_and_launch_kinds(tmp_path):
 
 
 def test_switch_kinds_split_response_and_count_hot_swapins(tmp_path):
-    # samples every 100 ms over 3 s, pswpin rising 1 page per ms
+    # samples every 100 ms over 3 s, pswpin rising 1 page per ms, file refaults 2 per ms
     switches = [switch("chrome", "cold", 900.0, 0, t_ms=1000),
                 switch("youtube", "hot", 400.0, 0, t_ms=2000),
                 switch("chrome", "hot", 200.0, 1, t_ms=2900)]
     m = load_run(write_run(tmp_path / "r", switches=switches,
-                           vmstat_increments={"pswpin": 3000}))
+                           vmstat_increments={"pswpin": 3000, "workingset_refault_file": 6000}))
     assert m.switch_kinds["cold"] == pytest.approx({"switches": 1, "mean_ms": 900.0,
-                                                    "share": 0.6})
+                                                    "share": 0.6, "cost": None})
     assert m.switch_kinds["hot"] == pytest.approx({"switches": 2, "mean_ms": 300.0,
-                                                   "share": 0.4, "swapin_pages": 600})
+                                                   "share": 0.4, "swapin_pages": 600,
+                                                   "file_refault_pages": 1200, "cost": None})
 
 
 def test_switch_kinds_without_hot_switches(tmp_path):
     m = load_run(write_run(tmp_path / "r", switches=[switch("chrome", "cold", 500.0)]))
     assert m.switch_kinds["hot"] == {"switches": 0, "mean_ms": None, "share": 0.0,
-                                     "swapin_pages": 0}
+                                     "swapin_pages": 0, "file_refault_pages": 0, "cost": None}
+
+
+def test_launch_costs_are_averaged_per_kind_with_the_blocked_rest(tmp_path):
+    def cost(wall, user, sys, runq, heap):
+        return {"wall_ms": wall, "user_ms": user, "sys_ms": sys, "runq_ms": runq,
+                "heap_ms": heap, "major_faults": 2.0}
+    hot = [switch("chrome", "hot", 101.0, 0, t_ms=1000), switch("chrome", "hot", 51.0, 1)]
+    hot[0]["cost"] = cost(100.0, 10.0, 30.0, 20.0, 90.0)  # blocked 40
+    hot[1]["cost"] = cost(50.0, 5.0, 15.0, 0.0, 45.0)  # blocked 30
+    old = switch("youtube", "cold", 900.0, 2)  # a runtime before costs: left out
+    m = load_run(write_run(tmp_path / "r", switches=[*hot, old]))
+    assert m.switch_kinds["hot"]["cost"] == pytest.approx(
+        {"wall_ms": 75.0, "user_ms": 7.5, "sys_ms": 22.5, "runq_ms": 10.0, "heap_ms": 67.5,
+         "major_faults": 2.0, "blocked_ms": 35.0})
+    assert m.switch_kinds["cold"]["cost"] is None
 
 
 @pytest.mark.parametrize("name, family", [("kswapd0", "kswapd"), ("kswapd12", "kswapd"),

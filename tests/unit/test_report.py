@@ -22,11 +22,17 @@ def _write_results(tmp_path, with_failure: bool = True):
     schemes = {"original": (1.0, 5), "mglru": (0.8, 3), "pmr": (0.5, 1)}
     for scheme, (slowness, n_kills) in schemes.items():
         for rep in (1, 2):
+            switches = [switch("chrome", "cold", 900 * slowness, 0),
+                        switch("youtube", "hot", 300 * slowness + rep, 0),
+                        switch("chrome", "hot", 250 * slowness, 1),
+                        switch("youtube", "hot", 350 * slowness, 1)]
+            if scheme == "pmr":  # only pmr's runtime measured its hot launches
+                for s in switches[1:]:
+                    s["cost"] = {"heap_ms": 80.0 + rep, "files_ms": 20.0, "wall_ms": 100.0,
+                                 "user_ms": 10.0, "sys_ms": 30.0, "runq_ms": 20.0,
+                                 "major_faults": 4.0}
             write_run(tmp_path / "runs" / f"{scheme}-r{rep}",
-                      switches=[switch("chrome", "cold", 900 * slowness, 0),
-                                switch("youtube", "hot", 300 * slowness + rep, 0),
-                                switch("chrome", "hot", 250 * slowness, 1),
-                                switch("youtube", "hot", 350 * slowness, 1)],
+                      switches=switches,
                       kills=[kill("firefox", "low_swap_and_thrashing")] * (n_kills + rep),
                       vmstat_increments={"allocstall_normal": 100 * n_kills, "pgmajfault": 5000,
                                          "pswpout": 25600 * rep},
@@ -65,7 +71,14 @@ def test_report_writes_markdown_and_four_plots(tmp_path):
     kinds = md.split("Response time by kind of switch")[1].split("Reclaim CPU seconds")[0]
     pmr_kinds = next(line for line in kinds.splitlines() if line.startswith("| pmr |"))
     assert pmr_kinds == ("| pmr | 1 [1, 1] | 450 [450, 450] | 0.50 [0.50, 0.50] | 3 [3, 3] | "
-                         "150 [150, 151] | 0 [0, 0] |")
+                         "150 [150, 151] | 0 [0, 0] | 0 [0, 0] |")
+    # where hot switches' time goes: pmr's only; blocked = 100 - 10 - 30 - 20
+    assert "Where the time of cold switches goes" not in md
+    hot_cost = md.split("Where the time of hot switches goes")[1].split("Reclaim CPU seconds")[0]
+    assert [line.split(" |")[0] for line in hot_cost.splitlines()
+            if line.startswith("| ") and "---" not in line][1:] == ["| pmr"]
+    assert ("| pmr | 150 [150, 151] | 81.5 [81.0, 82.0] | 20.0 [20.0, 20.0] | 10.0 [10.0, 10.0] | "
+            "30.0 [30.0, 30.0] | 20.0 [20.0, 20.0] | 40.0 [40.0, 40.0] | 4.00 [4.00, 4.00] |") in hot_cost
     assert "factor 3.20" in md and "swap_bps_write 400.0 MB/s" in md
     # kills 6/7, 4/5 and 2/3 by rep, all for one reason
     assert ("LMKD kills by reason (median per reason): original low_swap_and_thrashing 6.50; "

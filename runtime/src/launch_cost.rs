@@ -1,0 +1,137 @@
+//! What a launch cost the thread that ran it, so that a slow switch can be
+//! told apart: slow on CPU, kept from a CPU, or blocked.
+//!
+//! - the wall time of each step of the launch (`files_ms`, `init_ms`,
+//!   `heap_ms`) and in all (`wall_ms`);
+//! - its CPU time in user and in system mode (`user_ms`, `sys_ms`, from
+//!   getrusage(RUSAGE_THREAD): the system time holds page faults and any
+//!   direct reclaim);
+//! - the time it was runnable but waited for a CPU (`runq_ms`, run_delay
+//!   in /proc/thread-self/schedstat, CONFIG_SCHED_INFO);
+//! - its major faults (`major_faults`).
+//!
+//! The rest of the wall time the thread slept: on I/O, on a lock, or
+//! throttled by reclaim. The app sends the costs on its `ready` line
+//! (protocol.rs); the activity manager logs them with the switch.
+
+use crate::protocol::Costs;
+use std::time::Instant;
+
+/// A thread's CPU, run-queue and fault figures at one moment.
+#[derive(Debug, Clone, Copy, Default)]
+struct ThreadUsage {
+    user_us: i64,
+    sys_us: i64,
+    major_faults: i64,
+    /// None without CONFIG_SCHED_INFO.
+    runq_ns: Option<u64>,
+}
+
+impl ThreadUsage {
+    fn now() -> ThreadUsage {
+        // SAFETY: getrusage() writes only into the struct we pass.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0;
+        let us = |tv: libc::timeval| tv.tv_sec * 1_000_000 + tv.tv_usec;
+        ThreadUsage {
+            user_us: if ok { us(ru.ru_utime) } else { 0 },
+            sys_us: if ok { us(ru.ru_stime) } else { 0 },
+            major_faults: if ok { ru.ru_majflt } else { 0 },
+            runq_ns: std::fs::read_to_string("/proc/thread-self/schedstat")
+                .ok()
+                .as_deref()
+                .and_then(run_delay_ns),
+        }
+    }
+}
+
+/// run_delay, the second field of a schedstat line: `exec_ns run_delay_ns slices`.
+fn run_delay_ns(schedstat: &str) -> Option<u64> {
+    schedstat.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Measures one launch on the calling thread: `step()` after each step,
+/// `finish()` at the end.
+pub struct CostMeter {
+    start: Instant,
+    step_start: Instant,
+    usage: ThreadUsage,
+    costs: Costs,
+}
+
+impl CostMeter {
+    pub fn start() -> CostMeter {
+        let now = Instant::now();
+        CostMeter {
+            start: now,
+            step_start: now,
+            usage: ThreadUsage::now(),
+            costs: Costs::new(),
+        }
+    }
+
+    /// The step `name` just ended: its wall time goes in as `{name}_ms`.
+    pub fn step(&mut self, name: &str) {
+        let now = Instant::now();
+        self.costs
+            .push((format!("{name}_ms"), ms(now - self.step_start)));
+        self.step_start = now;
+    }
+
+    pub fn finish(mut self) -> Costs {
+        let end = ThreadUsage::now();
+        let wall = ms(self.start.elapsed());
+        let us = |d: i64| d as f64 / 1e3;
+        self.costs.push(("wall_ms".into(), wall));
+        self.costs
+            .push(("user_ms".into(), us(end.user_us - self.usage.user_us)));
+        self.costs
+            .push(("sys_ms".into(), us(end.sys_us - self.usage.sys_us)));
+        if let (Some(a), Some(b)) = (self.usage.runq_ns, end.runq_ns) {
+            self.costs
+                .push(("runq_ms".into(), b.saturating_sub(a) as f64 / 1e6));
+        }
+        self.costs.push((
+            "major_faults".into(),
+            (end.major_faults - self.usage.major_faults) as f64,
+        ));
+        self.costs
+    }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_delay_is_the_second_schedstat_field() {
+        assert_eq!(run_delay_ns("123456 789 12\n"), Some(789));
+        assert_eq!(run_delay_ns("123456\n"), None);
+        assert_eq!(run_delay_ns(""), None);
+    }
+
+    #[test]
+    fn a_launch_that_spins_shows_user_time_and_its_steps() {
+        let mut meter = CostMeter::start();
+        let spin = Instant::now();
+        let mut x = 0u64;
+        while spin.elapsed().as_millis() < 30 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        meter.step("init");
+        let costs = meter.finish();
+        let get = |k: &str| costs.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        let init = get("init_ms").unwrap();
+        let wall = get("wall_ms").unwrap();
+        assert!(init >= 30.0 && wall >= init, "{costs:?}");
+        // The thread spun for 30 ms: most of it on CPU, in user mode
+        // (some may have been spent waiting for a CPU on a busy machine).
+        let cpu = get("user_ms").unwrap() + get("sys_ms").unwrap();
+        assert!(cpu > 0.0 && cpu <= wall + 10.0, "{costs:?}");
+        assert_eq!(get("major_faults"), Some(0.0));
+    }
+}
