@@ -288,7 +288,7 @@ def switch_kinds(switch_events: list[dict], vmstat: tuple[list[str], list[list[s
         kinds[kind] = {"switches": len(times),
                        "mean_ms": float(np.mean(times)) if times else None,
                        "share": sum(times) / total if total else None,
-                       "cost": launch_cost([e["cost"] for e in of_kind if "cost" in e])}
+                       "cost": launch_cost([e for e in of_kind if "cost" in e])}
     hot = [e for e in switch_events if e["kind"] == "hot"]
     ends = np.array([float(e["t_ms"]) for e in hot])
     starts = ends - np.array([float(e["response_ms"]) for e in hot])
@@ -303,19 +303,25 @@ def switch_kinds(switch_events: list[dict], vmstat: tuple[list[str], list[list[s
     return kinds
 
 
-def launch_cost(costs: list[dict[str, float]]) -> dict[str, float] | None:
-    """The mean of each figure the app measured for its launches (the
-    `cost` of a switch event: steps' wall time, CPU time, run-queue wait,
-    major faults; docs/guest-interface.md), and `blocked_ms`, the wall time
-    left after CPU and run-queue time: sleeping on I/O, on a lock, or
-    throttled. None for switches without costs (a runtime before them)."""
-    if not costs:
+def launch_cost(switches: list[dict]) -> dict[str, float] | None:
+    """The mean of each figure the app measured of its launches (the `cost`
+    of a switch event: steps' wall time, CPU time, run-queue wait, major
+    faults; docs/guest-interface.md); `blocked_ms`, the wall time left after
+    CPU and run-queue time: sleeping on I/O, on a lock, or throttled; and
+    `outside_ms`, the response time outside the measured launch (spawning
+    the processes of a cold launch, the protocol). None for switches
+    without costs (a runtime before them)."""
+    if not switches:
         return None
+    costs = [e["cost"] for e in switches]
     names = sorted({name for c in costs for name in c})
     mean = {name: float(np.mean([c[name] for c in costs if name in c])) for name in names}
     if {"wall_ms", "user_ms", "sys_ms", "runq_ms"} <= set(names):
         mean["blocked_ms"] = float(np.mean([
             c["wall_ms"] - c["user_ms"] - c["sys_ms"] - c["runq_ms"] for c in costs]))
+    if "wall_ms" in names:
+        mean["outside_ms"] = float(np.mean([e["response_ms"] - e["cost"]["wall_ms"]
+                                            for e in switches]))
     return mean
 
 

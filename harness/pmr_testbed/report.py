@@ -499,7 +499,7 @@ LAUNCH_COST_STEPS = {"cold": [("files_ms", "files ms"), ("init_ms", "init ms"),
                      "hot": [("heap_ms", "heap ms"), ("files_ms", "files ms")]}
 LAUNCH_COST_SPLIT = [("user_ms", "user ms"), ("sys_ms", "system ms"),
                      ("runq_ms", "waiting for a CPU ms"), ("blocked_ms", "blocked ms"),
-                     ("major_faults", "major faults")]
+                     ("outside_ms", "outside the launch ms"), ("major_faults", "major faults")]
 
 
 def launch_cost_table(schemes: dict[str, dict], kind: str) -> list[str]:
@@ -755,7 +755,8 @@ def render_markdown(s: dict) -> str:
                       "then the thread's user and system CPU time (system: page faults and "
                       "direct reclaim), the time it was runnable but waited for a CPU "
                       "(schedstat run_delay), and the rest, blocked: on I/O, on a lock, "
-                      "or throttled.", "", *table, ""]
+                      "or throttled; outside the launch is the response time the app did "
+                      "not measure (spawning its processes, the protocol).", "", *table, ""]
     if cpu := cpu_table(s["schemes"]):
         lines += ["Reclaim CPU seconds by thread family:", "", *cpu, ""]
     if pmr := pmr_table(s["schemes"]):

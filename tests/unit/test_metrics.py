@@ -117,7 +117,7 @@ def test_launch_costs_are_averaged_per_kind_with_the_blocked_rest(tmp_path):
     m = load_run(write_run(tmp_path / "r", switches=[*hot, old]))
     assert m.switch_kinds["hot"]["cost"] == pytest.approx(
         {"wall_ms": 75.0, "user_ms": 7.5, "sys_ms": 22.5, "runq_ms": 10.0, "heap_ms": 67.5,
-         "major_faults": 2.0, "blocked_ms": 35.0})
+         "major_faults": 2.0, "blocked_ms": 35.0, "outside_ms": 1.0})
     assert m.switch_kinds["cold"]["cost"] is None
 
 
