@@ -17,8 +17,9 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   set a switch back had to read in; `hot.file_refault_pages` likewise
   workingset_refault_file, the page cache it had to read again. Each kind's
   `cost` is the mean of what the app measured of its launches (steps, CPU
-  time, run-queue wait, major faults, and `blocked_ms`, the rest of the
-  wall time; launch_cost()).
+  time, run-queue wait, major faults, `blocked_ms`, the rest of the wall
+  time, and `outside_ms`, the response time outside the measured launch;
+  mean_launch_cost()), empty for a runtime that measured none.
 - reclaim throughput: the swap device's write throughput (the paper's
   definition, §2.2.2), from `write_sectors` (512-byte units) in diskstat.csv.
   The cumulative counter is linearly interpolated at whole seconds of
@@ -288,7 +289,7 @@ def switch_kinds(switch_events: list[dict], vmstat: tuple[list[str], list[list[s
         kinds[kind] = {"switches": len(times),
                        "mean_ms": float(np.mean(times)) if times else None,
                        "share": sum(times) / total if total else None,
-                       "cost": launch_cost([e for e in of_kind if "cost" in e])}
+                       "cost": mean_launch_cost([e for e in of_kind if "cost" in e])}
     hot = [e for e in switch_events if e["kind"] == "hot"]
     ends = np.array([float(e["t_ms"]) for e in hot])
     starts = ends - np.array([float(e["response_ms"]) for e in hot])
@@ -303,25 +304,26 @@ def switch_kinds(switch_events: list[dict], vmstat: tuple[list[str], list[list[s
     return kinds
 
 
-def launch_cost(switches: list[dict]) -> dict[str, float] | None:
+def mean_launch_cost(switches: list[dict]) -> dict[str, float]:
     """The mean of each figure the app measured of its launches (the `cost`
     of a switch event: steps' wall time, CPU time, run-queue wait, major
     faults; docs/guest-interface.md); `blocked_ms`, the wall time left after
     CPU and run-queue time: sleeping on I/O, on a lock, or throttled; and
-    `outside_ms`, the response time outside the measured launch (spawning
-    the processes of a cold launch, the protocol). None for switches
-    without costs (a runtime before them)."""
-    if not switches:
-        return None
+    `outside_ms`, the response time outside the measured launch: spawning
+    the processes of a cold launch, the protocol, and any attempt before
+    the one measured (a hot launch whose app died, a cold one killed during
+    its launch). Empty for switches without costs (a runtime before them),
+    so that runs with and without costs summarise alike."""
     costs = [e["cost"] for e in switches]
     names = sorted({name for c in costs for name in c})
     mean = {name: float(np.mean([c[name] for c in costs if name in c])) for name in names}
-    if {"wall_ms", "user_ms", "sys_ms", "runq_ms"} <= set(names):
+    split = ("wall_ms", "user_ms", "sys_ms", "runq_ms")
+    if with_split := [c for c in costs if all(k in c for k in split)]:
         mean["blocked_ms"] = float(np.mean([
-            c["wall_ms"] - c["user_ms"] - c["sys_ms"] - c["runq_ms"] for c in costs]))
-    if "wall_ms" in names:
+            c["wall_ms"] - c["user_ms"] - c["sys_ms"] - c["runq_ms"] for c in with_split]))
+    if measured := [e for e in switches if "wall_ms" in e["cost"]]:
         mean["outside_ms"] = float(np.mean([e["response_ms"] - e["cost"]["wall_ms"]
-                                            for e in switches]))
+                                            for e in measured]))
     return mean
 
 

@@ -503,7 +503,7 @@ LAUNCH_COST_SPLIT = [("user_ms", "user ms"), ("sys_ms", "system ms"),
 
 
 def launch_cost_table(schemes: dict[str, dict], kind: str) -> list[str]:
-    """Where the launches of one kind spent their time (metrics.launch_cost),
+    """Where the launches of one kind spent their time (metrics.mean_launch_cost),
     for the schemes whose runtime measured it."""
     columns = [(f"switch_kinds.{kind}.mean_ms", "response ms"),
                *((f"switch_kinds.{kind}.cost.{k}", t)
@@ -756,7 +756,9 @@ def render_markdown(s: dict) -> str:
                       "direct reclaim), the time it was runnable but waited for a CPU "
                       "(schedstat run_delay), and the rest, blocked: on I/O, on a lock, "
                       "or throttled; outside the launch is the response time the app did "
-                      "not measure (spawning its processes, the protocol).", "", *table, ""]
+                      "not measure (spawning its processes, the protocol, attempts before the "
+                      "one measured). CPU time includes any time the host took from the "
+                      "vCPU (the guest has no steal-time accounting).", "", *table, ""]
     if cpu := cpu_table(s["schemes"]):
         lines += ["Reclaim CPU seconds by thread family:", "", *cpu, ""]
     if pmr := pmr_table(s["schemes"]):

@@ -234,3 +234,21 @@ def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
     broken = copy.deepcopy(s)
     broken["schemes"]["original"]["by_rep"].pop()
     assert any("by_rep" in p for p in validate_summary(broken))
+
+
+def test_launch_costs_summarise_across_reps_with_and_without_them(tmp_path):
+    from fakerun import switch
+    runs = []
+    for rep, cold_cost in ((1, None), (2, 300.0), (3, 500.0)):
+        cold = switch("chrome", "cold", 1000.0, 0, t_ms=1000)
+        hot = switch("chrome", "hot", 50.0, 1, t_ms=2000)
+        if cold_cost is not None:  # rep 1's runtime measured no cold launch
+            cold["cost"] = {"wall_ms": cold_cost}
+        hot["cost"] = {"wall_ms": 40.0}
+        write_run(tmp_path / "runs" / f"pmr-r{rep}", switches=[cold, hot])
+        runs.append({"scheme": "pmr", "rep": rep, "status": "ok"})
+    e = write_summary(write_campaign(tmp_path, ["pmr"], runs))["schemes"]["pmr"]
+    assert e["switch_kinds"]["cold"]["cost"]["wall_ms"] == pytest.approx(400.0)
+    assert e["spread"]["switch_kinds.cold.cost.wall_ms"] == {"min": 300.0, "max": 500.0}
+    assert e["switch_kinds"]["cold"]["cost"]["outside_ms"] == pytest.approx(600.0)
+    assert e["switch_kinds"]["hot"]["cost"] == {"wall_ms": 40.0, "outside_ms": 10.0}
