@@ -224,7 +224,7 @@ impl<'a> ActivityManager<'a> {
     }
 
     /// Keep `costs` if its process took longer than the one kept.
-    fn keep_costliest(&mut self, costs: Costs) {
+    fn keep_slowest(&mut self, costs: Costs) {
         let wall = |c: &Costs| {
             c.iter()
                 .find(|(n, _)| n == "wall_ms")
@@ -250,7 +250,7 @@ impl<'a> ActivityManager<'a> {
             loop {
                 match p.poll_reply(SLICE)? {
                     Reply::Ready(costs) => {
-                        self.keep_costliest(costs);
+                        self.keep_slowest(costs);
                         break;
                     }
                     Reply::Gone => return Ok(false),

@@ -51,6 +51,7 @@ pub enum Event<'a> {
         kind: LaunchKind,
         response_ms: f64,
         role: &'static str,
+        /// As for a switch.
         #[serde(skip_serializing_if = "BTreeMap::is_empty")]
         cost: BTreeMap<String, f64>,
     },

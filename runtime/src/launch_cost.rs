@@ -11,7 +11,9 @@
 //! - its major faults (`major_faults`).
 //!
 //! The rest of the wall time the thread slept: on I/O, on a lock, or
-//! throttled by reclaim. The app sends the costs on its `ready` line
+//! throttled by reclaim. Without steal-time accounting in the guest, time
+//! the host takes from the vCPU counts as CPU time. The CPU split is
+//! sampled at the tick, so small launches read coarsely. The app sends the costs on its `ready` line
 //! (protocol.rs); the activity manager logs them with the switch.
 
 use crate::protocol::Costs;
@@ -115,7 +117,7 @@ mod tests {
     }
 
     #[test]
-    fn a_launch_that_spins_shows_user_time_and_its_steps() {
+    fn a_launch_that_spins_shows_user_time_and_its_step() {
         let mut meter = CostMeter::start();
         let spin = Instant::now();
         let mut x = 0u64;
@@ -130,8 +132,8 @@ mod tests {
         assert!(init >= 30.0 && wall >= init, "{costs:?}");
         // The thread spun for 30 ms: most of it on CPU, in user mode
         // (some may have been spent waiting for a CPU on a busy machine).
-        let cpu = get("user_ms").unwrap() + get("sys_ms").unwrap();
-        assert!(cpu > 0.0 && cpu <= wall + 10.0, "{costs:?}");
+        let (user, sys) = (get("user_ms").unwrap(), get("sys_ms").unwrap());
+        assert!(user > 0.0 && user + sys <= wall + 10.0, "{costs:?}");
         assert_eq!(get("major_faults"), Some(0.0));
     }
 }

@@ -4,8 +4,9 @@
 //! app answers every command with one line `ready` on its stdout once the
 //! command is done. After a launch (`cold`, `hot`) the line goes on with
 //! what the launch cost, as `name=value` pairs (launch_cost.rs), e.g.
-//! `ready heap_ms=41.2 files_ms=3.1 wall_ms=44.3 user_ms=2.5 ...`. An app reports errors (e.g. data corruption) on stderr
-//! and exits with a non-zero status; it never exits on its own otherwise.
+//! `ready heap_ms=41.250 files_ms=3.125 wall_ms=44.375 ...`. An app
+//! reports errors (e.g. data corruption) on stderr and exits with a
+//! non-zero status; it never exits on its own otherwise.
 //!
 //! | command | the app ...                                                  |
 //! |---------|--------------------------------------------------------------|
@@ -34,22 +35,29 @@ pub fn ready_line(costs: &Costs) -> String {
     line
 }
 
-/// The costs on a `ready` line; an error for any other line.
+/// The costs on a `ready` line; an error for any other line, and for a
+/// cost that is not a finite number or is named twice.
 pub fn parse_ready(line: &str) -> Result<Costs> {
     let mut words = line.split_whitespace();
     if words.next() != Some(READY) {
         bail!("{:?} is not a {READY:?} line", line.trim());
     }
-    words
-        .map(|w| {
-            let (name, value) = w.split_once('=').context("no `=`")?;
-            Ok((
-                name.to_string(),
-                value.parse::<f64>().context("not a number")?,
-            ))
-        })
-        .collect::<Result<Costs>>()
-        .with_context(|| format!("bad cost on the line {:?}", line.trim()))
+    let mut costs = Costs::new();
+    for word in words {
+        let (name, value) = word
+            .split_once('=')
+            .with_context(|| format!("no `=` in {word:?} on {:?}", line.trim()))?;
+        let value: f64 = value
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite())
+            .with_context(|| format!("{word:?} on {:?} is not a finite number", line.trim()))?;
+        if costs.iter().any(|(n, _)| n == name) {
+            bail!("{name} twice on {:?}", line.trim());
+        }
+        costs.push((name.to_string(), value));
+    }
+    Ok(costs)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,5 +114,8 @@ mod tests {
         assert!(parse_ready("done").is_err());
         assert!(parse_ready("ready heap_ms").is_err());
         assert!(parse_ready("ready heap_ms=fast").is_err());
+        assert!(parse_ready("ready heap_ms=NaN").is_err());
+        assert!(parse_ready("ready heap_ms=inf").is_err());
+        assert!(parse_ready("ready heap_ms=1 heap_ms=2").is_err());
     }
 }

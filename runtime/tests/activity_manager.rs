@@ -75,6 +75,19 @@ fn run(
     }
 }
 
+/// Every switch and launch carries what it cost its slowest process, and
+/// the measured launch fits in the response time.
+fn assert_launch_costs(events: &[Value]) {
+    for e in of_type(events, "switch")
+        .into_iter()
+        .chain(of_type(events, "launch"))
+    {
+        let wall = e["cost"]["wall_ms"].as_f64().unwrap_or(-1.0);
+        let response = e["response_ms"].as_f64().unwrap();
+        assert!((0.0..=response + 0.01).contains(&wall), "{e}");
+    }
+}
+
 fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
@@ -161,6 +174,7 @@ fn scenario_runs_to_completion() {
     assert!(switches
         .iter()
         .all(|e| e["response_ms"].as_f64().unwrap() > 0.0));
+    assert_launch_costs(&out.events);
     assert!(of_type(&out.events, "app_died").is_empty());
 
     // The last app switched to is in front, the one before is previous;
@@ -216,6 +230,8 @@ fn deaths_are_logged_and_dead_apps_relaunch_cold() {
         .collect();
     assert_eq!(chrome_kinds.len(), 2);
     assert_eq!(chrome_kinds[0], "cold");
+    // a relaunch after a death too: the cost is the attempt that survived
+    assert_launch_costs(&out.events);
     assert!(
         out.registry.iter().all(|(_, e)| e.app != "firefox"),
         "dead apps are unregistered"
