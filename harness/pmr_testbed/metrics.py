@@ -107,7 +107,7 @@ VMSTAT_DELTAS = ("pgmajfault", "pswpout", "pswpin", "pgscan_kswapd", "pgscan_dir
                  "pgsteal_kswapd", "pgsteal_direct", "pgsteal_anon")
 OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json", "meminfo.csv")
 PMR_EVENTS = ("kshrinkd_wake", "pgscan_kshrinkd", "pmr_victim_added", "pmr_victim_reclaimed",
-              "pmr_victim_putback", "pmr_victim_swap_freed", *BULK_COUNTERS)
+              "pmr_victim_putback", *BULK_COUNTERS)
 
 
 class RunError(UserError):

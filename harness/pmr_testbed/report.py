@@ -517,7 +517,6 @@ PMR_COLUMNS = [("pmr.kshrinkd_wake", "kshrinkd wake-ups"), ("pmr.pgscan_kshrinkd
                ("pmr.pmr_victim_added", "victims added"),
                ("pmr.pmr_victim_reclaimed", "victims reclaimed"),
                ("pmr.pmr_victim_putback", "victims put back"),
-               ("pmr.pmr_victim_swap_freed", "of those, swap slot freed"),
                ("pmr.nr_victim_mb.mean", "victim list mean MB"),
                ("pmr.nr_victim_mb.min", "min MB"), ("pmr.nr_victim_mb.max", "max MB"),
                ("pmr.nr_victim_mb.last", "at end MB"), ("pmr.target_mb", "target MB"),

@@ -27,7 +27,6 @@ VMSTAT_KEYS = [
 # appended after the stock ones as on a kernel with the series.
 PMR_VMSTAT_KEYS = [
     "nr_victim", "pmr_victim_added", "pmr_victim_reclaimed", "pmr_victim_putback",
-    "pmr_victim_swap_freed",
     "pgscan_kshrinkd", "kshrinkd_wake",
     "pmr_batch", "pmr_batch_pages", "pmr_batch_pageout", "pmr_batch_unmap_us",
 ]
