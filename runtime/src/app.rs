@@ -21,7 +21,8 @@
 //! - background: idle, or with `bg_touch` touch `mb` of the heap every
 //!   `period_ms` at another rotating cursor.
 //!
-//! Apps never mlock: their memory is what reclaim works on.
+//! Apps never mlock: their memory is what reclaim works on. A cold or hot
+//! launch answers `ready` with what it cost (launch_cost.rs).
 
 use crate::app_files::{self, pages_of_mb, AppFile};
 use crate::bench::cpu_work;
