@@ -68,6 +68,9 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   kswapd's unmapping (writeback.unmap_window_us_per_page), for the plot.
 - `settled` (settled_state.py): how the run settled after lmkd's last kill
   (its time, the file refault rate after it, the least SwapFree after it).
+- `lru_balance` (lru_balance.py): how reclaim balanced the LRU lists: file
+  refaults and the share of them activated, pages deactivated, the mean
+  active and inactive file lists and file victims.
 - `kswapd_rounds` (kswapd_rounds.py, paper Figs. 5 and 6): kswapd's reclaim
   rounds from the `mm_vmscan_kswapd_round` tracepoint, each split into page
   shrinking and page writeback, and the largest share of a second kswapd
@@ -93,6 +96,7 @@ import numpy as np
 
 from .errors import UserError
 from .kswapd_rounds import KswapdRound, kswapd_rounds, round_figures
+from .lru_balance import lru_balance
 from .settled_state import settled_state
 from .trace import Trace, kshrinkd_rounds, read_trace
 from .writeback import BULK_COUNTERS, bulk_figures, unmap_window_us_per_page, writeback_figures
@@ -127,6 +131,7 @@ class RunMetrics:
     kills: int
     kills_by_reason: dict[str, int]
     settled: dict
+    lru_balance: dict | None
     reclaim_t_s: list[float]
     reclaim_series_mbps: list[float]
     reclaim_mbps: dict[str, float | None]
@@ -198,6 +203,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         kills=len(kills),
         kills_by_reason=dict(Counter(k["reason"] for k in kills)),
         settled=settled_state(kills, vmstat, meminfo),
+        lru_balance=lru_balance(vmstat),
         reclaim_t_s=t_s,
         reclaim_series_mbps=mbps,
         reclaim_mbps=throughput_stats(mbps),

@@ -535,6 +535,20 @@ def _rows(schemes: dict[str, dict], columns: list[tuple[str, str]], keep) -> lis
             for name, e in schemes.items() if keep(e)]
 
 
+LRU_BALANCE_COLUMNS = [("lru_balance.file_refaults", "file refaults"),
+                       ("lru_balance.file_activated_share", "share activated"),
+                       ("lru_balance.pgdeactivate", "pages deactivated"),
+                       ("lru_balance.active_file_mb", "active file mean MB"),
+                       ("lru_balance.inactive_file_mb", "inactive file mean MB"),
+                       ("lru_balance.victim_file_mb", "file victims mean MB")]
+
+
+def lru_balance_table(schemes: dict[str, dict]) -> list[str]:
+    """How reclaim balanced the LRU lists (lru_balance.py)."""
+    rows = _rows(schemes, LRU_BALANCE_COLUMNS, lambda e: e.get("lru_balance"))
+    return _table(["scheme", *(title for _, title in LRU_BALANCE_COLUMNS)], rows) if rows else []
+
+
 def pmr_table(schemes: dict[str, dict]) -> list[str]:
     """PMR's counters, for the schemes run on a kernel that has them."""
     with_pmr = {name: e for name, e in schemes.items() if e.get("pmr")}
@@ -682,6 +696,7 @@ BY_REP_COLUMNS = [("kills", "kills"), ("memory_stall_s.some", "memory stall s"),
                   ("settled.last_kill_s", "last kill s"),
                   ("settled.file_refaults_per_s", "file refaults/s after it"),
                   ("settled.swap_free_mb_min", "least swap free after it, MB"),
+                  ("lru_balance.file_activated_share", "file refaults activated"),
                   ("response_ms.mean", "response mean ms"), ("allocstall", "allocstall"),
                   ("reclaim_cpu_total", "reclaim CPU s"),
                   ("reclaim_cpu_us_per_page", "µs per page freed")]
@@ -759,6 +774,15 @@ def render_markdown(s: dict) -> str:
                       "not measure (spawning its processes, the protocol, attempts before the "
                       "one measured). CPU time includes any time the host took from the "
                       "vCPU (the guest has no steal-time accounting).", "", *table, ""]
+    if balance := lru_balance_table(s["schemes"]):
+        lines += ["How reclaim balanced the LRU lists over the run: the file pages evicted and "
+                  "read again (workingset_refault_file), the share of them the kernel "
+                  "recognised as working set and activated (workingset_activate_file), the "
+                  "active pages deactivated (pgdeactivate), and the mean size of the active "
+                  "and inactive file lists and of the file victims (nr_victim_file, – on a "
+                  "kernel that does not count them). Victims not counted as inactive "
+                  "shorten the active lists and lower the share activated.", "",
+                  *balance, ""]
     if cpu := cpu_table(s["schemes"]):
         lines += ["Reclaim CPU seconds by thread family:", "", *cpu, ""]
     if pmr := pmr_table(s["schemes"]):

@@ -11,8 +11,8 @@ holds the min and max beside it, keyed by dotted path ("response_ms.mean").
 The write-size histogram is summed over runs. `reclaim_cpu_total` (the sum
 over thread families, per run) and `reclaim_cpu_us_per_page` (metrics.py) are
 added because the ratios need them.
-The nested per-run groups `switch_kinds`, `settled`, `pmr`, `writeback`, `bulk`
-and `kswapd_rounds` are summarised figure by figure
+The nested per-run groups `switch_kinds`, `settled`, `lru_balance`, `pmr`,
+`writeback`, `bulk` and `kswapd_rounds` are summarised figure by figure
 ("writeback.unmap_us_per_page.p50"); `writeback`, `bulk` and `kswapd_rounds`
 are null for a scheme none of whose runs has them (a kernel without PMR part
 2, or without the kswapd_round tracepoint).
@@ -55,10 +55,10 @@ RATIO_FIGURES = ("response_ms.mean", "reclaim_mbps.peak", "kills", "allocstall",
                  "memory_stall_s.some", "reclaim_cpu_total", "reclaim_cpu_us_per_page",
                  "pswpout_mb")
 # per-run groups of figures, possibly nested, None where a run has none
-NESTED = ("switch_kinds", "settled", "pmr", "writeback", "bulk", "kswapd_rounds")
+NESTED = ("switch_kinds", "settled", "lru_balance", "pmr", "writeback", "bulk", "kswapd_rounds")
 # the figures `by_rep` lists for each repetition of a scheme
 BY_REP = ("kills", "memory_stall_s.some", "settled.last_kill_s", "settled.file_refaults_per_s",
-          "settled.swap_free_mb_min", "response_ms.mean", "allocstall", "reclaim_cpu_total",
+          "settled.swap_free_mb_min", "lru_balance.file_activated_share", "response_ms.mean", "allocstall", "reclaim_cpu_total",
           "reclaim_cpu_us_per_page")
 # groups that every scheme with ok runs has, as an object or null
 OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds")

@@ -15,11 +15,12 @@ from pmr_testbed.campaign import SetupChanged
 # A 6.1 /proc/vmstat in file order (abridged), as the guest's header copies it.
 VMSTAT_KEYS = [
     "nr_free_pages", "nr_zone_inactive_anon", "nr_zone_active_anon", "nr_zone_inactive_file",
-    "nr_zone_active_file", "nr_inactive_anon", "nr_active_anon", "workingset_refault_anon",
-    "workingset_refault_file", "pgpgin", "pgpgout", "pswpin", "pswpout", "pgalloc_dma",
+    "nr_zone_active_file", "nr_inactive_anon", "nr_active_anon", "nr_inactive_file",
+    "nr_active_file", "workingset_refault_anon", "workingset_refault_file",
+    "workingset_activate_anon", "workingset_activate_file", "pgpgin", "pgpgout", "pswpin", "pswpout", "pgalloc_dma",
     "pgalloc_dma32", "pgalloc_normal", "pgalloc_movable", "allocstall_dma", "allocstall_dma32",
     "allocstall_normal", "allocstall_movable", "pgskip_dma", "pgfree", "pgactivate",
-    "pgfault", "pgmajfault", "pgrefill", "pgsteal_kswapd", "pgsteal_direct",
+    "pgdeactivate", "pgfault", "pgmajfault", "pgrefill", "pgsteal_kswapd", "pgsteal_direct",
     "pgsteal_khugepaged", "pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged",
     "pgscan_direct_throttle", "pgscan_anon", "pgscan_file", "pgsteal_anon", "pgsteal_file",
 ]

@@ -75,12 +75,18 @@ def test_report_writes_markdown_and_four_plots(tmp_path):
     # where hot switches' time goes: pmr's only; blocked = 100 - 10 - 30 - 20, outside the
     # launch = response - 100 (150.3 in rep 1, 150.7 in rep 2)
     assert "Where the time of cold switches goes" not in md
-    hot_cost = md.split("Where the time of hot switches goes")[1].split("Reclaim CPU seconds")[0]
+    hot_cost = md.split("Where the time of hot switches goes")[1].split("How reclaim balanced")[0]
     assert [line.split(" |")[0] for line in hot_cost.splitlines()
             if line.startswith("| ") and "---" not in line][1:] == ["| pmr"]
     assert ("| pmr | 150 [150, 151] | 81.5 [81.0, 82.0] | 20.0 [20.0, 20.0] | 10.0 [10.0, 10.0] | "
             "30.0 [30.0, 30.0] | 20.0 [20.0, 20.0] | 40.0 [40.0, 40.0] | 50.5 [50.3, 50.7] | "
             "4.00 [4.00, 4.00] |") in hot_cost
+    # the LRU balance: a row per scheme (the fake vmstat has its counters)
+    balance = md.split("How reclaim balanced")[1].split("Reclaim CPU seconds")[0]
+    assert [line.split(" |")[0] for line in balance.splitlines()
+            if line.startswith("| ") and "---" not in line] == [
+        "| scheme", "| original", "| mglru", "| pmr"]
+    assert "| share activated |" in balance
     assert "factor 3.20" in md and "swap_bps_write 400.0 MB/s" in md
     # kills 6/7, 4/5 and 2/3 by rep, all for one reason
     assert ("LMKD kills by reason (median per reason): original low_swap_and_thrashing 6.50; "
