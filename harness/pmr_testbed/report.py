@@ -780,8 +780,9 @@ def render_markdown(s: dict) -> str:
                   "recognised as working set and activated (workingset_activate_file), the "
                   "active pages deactivated (pgdeactivate), and the mean size of the active "
                   "and inactive file lists and of the file victims (nr_victim_file, – on a "
-                  "kernel that does not count them). Victims not counted as inactive "
-                  "shorten the active lists and lower the share activated.", "",
+                  "kernel that does not count them). On a kernel where victims do not count "
+                  "as inactive pages (PMR before patch 25), kshrinkd's victims shorten the "
+                  "active lists and lower the share activated.", "",
                   *balance, ""]
     if cpu := cpu_table(s["schemes"]):
         lines += ["Reclaim CPU seconds by thread family:", "", *cpu, ""]
