@@ -12,7 +12,7 @@ SCHEMES ?= original,mglru,pps,pmr
 OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
 
 .PHONY: setup main test unit-test integration-test kernel debug-kernel smoke reliability \
-	pmr-reliability pmr-faults pmr-debug unit-sweep paper paper-quick
+	pmr-reliability pmr-faults pmr-debug unit-sweep paper paper-quick paper-thorough
 
 setup:
 	./scripts/setup.sh
@@ -87,17 +87,25 @@ unit-sweep: setup
 # The paper's whole evaluation (§3.2, §5) into one directory with one
 # report, PAPER_OUT/paper.md (`pmrtb paper`, harness/pmr_testbed/paper.py):
 # campaigns main, devices, delta (Fig. 15a) and unit-<profile> (Fig. 15b).
-# `make paper` is the full run (REPS >= 3; ~5.5 h of guest time at 3 reps on
-# a 2-core TCG host, the estimate is printed first); `make paper-quick` is
-# ~20 min (1 rep, 1 round per run, fewer schemes and sweep points). Both
-# continue a cut-off run when given its directory again:
+# The time each takes on a 2-core TCG host is printed first:
+#   make paper           ~2 h: main at REPS (>= 3) x 10 rounds, every scheme;
+#                        devices 1 rep x 10 rounds; the sweeps 1 rep x 2
+#                        rounds at three points each
+#   make paper-quick     ~20 min: 1 rep, 1 round per run, fewer schemes
+#   make paper-thorough  ~5.5 h: everything at REPS, every sweep point on
+#                        both profiles, and `floor`
+# Each continues a cut-off run when given its directory again:
 #   make paper PAPER_OUT=results/paper-20260101-120000
 PAPER_OUT ?= results/paper-$(STAMP)
 PAPER_QUICK_OUT ?= results/paper-quick-$(STAMP)
+PAPER_THOROUGH_OUT ?= results/paper-thorough-$(STAMP)
 SEED ?= 1
 
 paper: setup
 	$(PMRTB) paper --out $(PAPER_OUT) --reps $(REPS) --seed $(SEED)
+
+paper-thorough: setup
+	$(PMRTB) paper --out $(PAPER_THOROUGH_OUT) --thorough --reps $(REPS) --seed $(SEED)
 
 paper-quick: setup
 	$(PMRTB) paper --out $(PAPER_QUICK_OUT) --quick --seed $(SEED)

@@ -3,7 +3,7 @@
     pmrtb build-kernel [--flavour testbed|debug]
     pmrtb run --scenario paper --profile pixel6pro --schemes original,mglru --reps 3
     pmrtb report results/<dir>
-    pmrtb paper --out DIR [--quick] [--reps N] [--seed S]
+    pmrtb paper --out DIR [--quick | --thorough] [--reps N] [--seed S]
     pmrtb reliability --profile pixel5 --scheme original [--toggle PATH=V1,V2,...]
                       [--swap-full] [--swap-write-errors]
     pmrtb probe NAME [ARGS...] [--flavour testbed|debug] [--kernel BZIMAGE] [--out DIR]
@@ -119,12 +119,18 @@ def paper(
                                        "continue a cut-off evaluation"),
     quick: bool = typer.Option(False, "--quick", help="~20 min: 1 rep of 1 round per run, "
                                                       "fewer schemes and sweep points"),
-    reps: int = typer.Option(None, help="repetitions per scheme (full: 3 or more, default 3; "
-                                        "quick: default 1)"),
+    thorough: bool = typer.Option(False, "--thorough", help="~5.5 h: every campaign at --reps, "
+                                                            "every sweep point, both profiles"),
+    reps: int = typer.Option(None, help="repetitions of main's schemes (full and thorough: 3 "
+                                        "or more, default 3; quick: default 1)"),
     seed: int = typer.Option(1, help="seed of app order and dwell times, same for every run"),
 ) -> None:
     """The PMR paper's evaluation (§3.2, §5): every campaign, then DIR/paper.md."""
-    plan = paper_mod.plan(out, quick=quick, reps=reps, seed=seed)
+    if quick and thorough:
+        raise UserError("--quick and --thorough exclude each other: give one, or neither for "
+                        "the full (~2 h) run")
+    mode = "quick" if quick else "thorough" if thorough else "full"
+    plan = paper_mod.plan(out, mode=mode, reps=reps, seed=seed)
     state = paper_mod.statuses(plan)
     for line in paper_mod.estimate_lines(plan, state):
         typer.echo(line)

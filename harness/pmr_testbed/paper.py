@@ -16,32 +16,36 @@ summary.json and report.md, then writes one combined report over them
                   guest_high_watermark_pages), so that 3x is the kernel's
                   default (pmr_victim_target_kbytes=0)
   unit-pixel6pro  pmr at unmap units of 64 kB-16 MB (Fig. 15b)
-  unit-pixel5     the same on pixel5 (full mode only)
+  unit-pixel5     the same on pixel5 (thorough mode only)
   floor           `paper` on pixel6pro-roomy (three times the RAM: nothing
                   is reclaimed): original, the response time that no reclaim
                   scheme can remove, so the best response ratio any scheme
                   could reach against main's original, and how fast the apps
-                  demand memory, which no reclaim needs to outrun (full mode
+                  demand memory, which no reclaim needs to outrun (thorough mode
                   only)
 
-Full mode: `reps` (at least 3) repetitions of everything; main and devices
-run the scenario's 10 rounds, the two sweeps 4 rounds per run (as
-`make unit-sweep`). Estimated guest time on this project's 2-core TCG host
-(estimate_s): about 5 h at 3 reps, far over the 2 h target -- main alone
-(4 schemes x 3 reps x 6.7 min) takes about 1.3 h; the estimate is printed
-before anything starts.
+Three modes (MODES), each planned to a time budget on this project's 2-core
+TCG host (estimate_s, printed before anything starts):
 
-Quick mode: 1 repetition (unless --reps says otherwise) of 1 round per run;
-main runs original, pps and pmr (no mglru: it would push the total over
-20 min), the delta sweep 1x/5x, the unit sweep 1 MB/16 MB on pixel6pro
-only. Main's and the sweeps' runs then have the same rounds and reps, so
-main's pmr runs are also the sweeps' kernel-default points (reuse_main):
-delta 3x (the kernel's default, three times nr_to_reclaim) and the
-profile's own unit. 10 guest runs of about 1.8 min each (boot,
-background launches, settling and shutdown are over half of a one-round
-run) and main's fio boot: about 19 min, just under the target. One round
-means the foreground apps' first (cold) launches only, so quick results
-are indicative, not the paper's workload.
+  quick     ~20 min: 1 repetition (unless --reps says otherwise) of 1 round
+            per run; main runs original, pps and pmr (no mglru: it would
+            push the total over 20 min), delta 1x/3x/5x, the unit 1, 4 and
+            16 MB on pixel6pro only. Main's and the sweeps' runs then have the
+            same rounds and reps, so main's pmr runs are also the sweeps'
+            kernel-default points (reuse_main): delta 3x (the kernel's
+            default, three times nr_to_reclaim) and the profile's own unit.
+            One round means the foreground apps' first (cold) launches
+            only, so quick results are indicative, not the paper's workload.
+  full      ~2 h, the issue's budget: main at `reps` (3 or more) x the
+            scenario's 10 rounds, every scheme (the headline ratios with
+            their spread); devices 1 rep x 10 rounds (Fig. 14 beside main,
+            same rounds); the two sweeps 1 rep x 2 rounds at three points
+            (delta 1x/3x/5x, unit 64 kB/1 MB/16 MB): their shapes are
+            indicative, a point has no spread.
+  thorough  ~5.5 h: `reps` repetitions of everything; main and devices at
+            the scenario's rounds, the sweeps 4 rounds (as `make
+            unit-sweep`) at every point (delta 1x-5x, unit 64 kB-16 MB on
+            both profiles), and `floor`.
 
 Resuming: a campaign subdirectory whose campaign.json has every run of its
 plan (ok or failed) is not run again; one cut off part-way is continued,
@@ -76,14 +80,39 @@ QUICK_MAIN_SCHEMES = ("original", "pps", "pmr")
 DEVICE_SCHEMES = ("original", "pps", "pmr")
 DELTA_KEY = "pmr_victim_target_kbytes"
 UNIT_KEY = "pmr_unmap_unit_kbytes"
-FULL_DELTA_MULTIPLES = (1, 2, 3, 4, 5)
 DEFAULT_DELTA = 3   # the kernel's default victim target: 3 x nr_to_reclaim
-QUICK_DELTA_MULTIPLES = (1, 3, 5)   # 3x from main's pmr runs (reuse_main)
-FULL_UNITS_KB = (64, 256, 1024, 4096, 16384)
-QUICK_UNITS_KB = (1024, 4096, 16384)   # the profile's own unit: main's pmr runs
-QUICK_ROUNDS = 1
-FULL_SWEEP_ROUNDS = 4
-MIN_FULL_REPS = 3
+MIN_FULL_REPS = 3   # the headline ratios' min/median/max (issue 5)
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How much of the evaluation a mode runs; None means "as --reps" for
+    reps, "the scenario's" for rounds and "every scheme file" for schemes."""
+
+    name: str
+    default_reps: int
+    min_reps: int
+    target_s: float | None        # the time budget the plan is made for
+    main_rounds: int | None
+    main_schemes: tuple[str, ...] | None
+    device_reps: int | None
+    device_rounds: int | None
+    sweep_reps: int | None
+    sweep_rounds: int | None      # at most the scenario's
+    delta_multiples: tuple[int, ...]
+    units_kb: tuple[int, ...]
+    other_unit_sweep: bool        # unit-pixel5
+    floor: bool
+
+
+MODES = {m.name: m for m in (
+    Mode("quick", 1, 1, 20 * 60, 1, QUICK_MAIN_SCHEMES, None, 1, None, 1,
+         (1, 3, 5), (1024, 4096, 16384), False, False),
+    Mode("full", MIN_FULL_REPS, MIN_FULL_REPS, 2 * 3600, None, None, 1, None, 1, 2,
+         (1, 3, 5), (64, 1024, 16384), False, False),
+    Mode("thorough", MIN_FULL_REPS, MIN_FULL_REPS, None, None, None, None, None, None, 4,
+         (1, 2, 3, 4, 5), (64, 256, 1024, 4096, 16384), True, True),
+)}
 
 # Guest time per run: (fixed s, s per round). pixel6pro calibrated on the
 # six runs of results/paper-part2-r1 and results/paper-part2-clean
@@ -135,8 +164,8 @@ class DeltaPoint:
 @dataclass
 class PaperPlan:
     out: Path
-    quick: bool
-    reps: int
+    mode: str             # a key of MODES
+    reps: int             # main's (and --reps)
     seed: int
     campaigns: list[CampaignSpec]
     # kswapd's nr_to_reclaim on the main profile's guest, pages
@@ -150,6 +179,14 @@ class PaperPlan:
 
     def campaign(self, name: str) -> CampaignSpec | None:
         return next((c for c in self.campaigns if c.name == name), None)
+
+    @property
+    def quick(self) -> bool:
+        return self.mode == "quick"
+
+    @property
+    def target_s(self) -> float | None:
+        return MODES[self.mode].target_s
 
 
 def guest_high_watermark_pages(profile: Profile) -> int:
@@ -185,48 +222,53 @@ def discover_schemes() -> list[str]:
     return [s for s in PAPER_SCHEMES if s in found] + [s for s in found if s not in PAPER_SCHEMES]
 
 
-def plan(out: Path, *, quick: bool = False, reps: int | None = None, seed: int = 1) -> PaperPlan:
+def plan(out: Path, *, mode: str = "full", reps: int | None = None,
+         seed: int = 1) -> PaperPlan:
     """The campaigns of the evaluation; checks the input, touches nothing."""
+    m = MODES.get(mode)
+    if m is None:
+        raise UserError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     if reps is None:
-        reps = 1 if quick else MIN_FULL_REPS
+        reps = m.default_reps
     if reps < 1:
         raise UserError(f"--reps must be at least 1, got {reps}")
-    if not quick and reps < MIN_FULL_REPS:
-        raise UserError(f"the full evaluation needs --reps {MIN_FULL_REPS} or more (got {reps}); "
+    if reps < m.min_reps:
+        raise UserError(f"the {mode} evaluation needs --reps {m.min_reps} or more (got {reps}); "
                         "use --quick for a shorter run")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a directory")
     main_profile = profiles.load(MAIN_PROFILE)
     other_profile = profiles.load(OTHER_PROFILE)
     scenario_rounds = scenarios.load(SCENARIO).rounds
-    main_rounds = QUICK_ROUNDS if quick else scenario_rounds
-    sweep_rounds = QUICK_ROUNDS if quick else min(FULL_SWEEP_ROUNDS, scenario_rounds)
-    if quick:
-        main_schemes = tuple(s for s in QUICK_MAIN_SCHEMES if s in discover_schemes())
-    else:
-        main_schemes = tuple(discover_schemes())
+    main_rounds = m.main_rounds or scenario_rounds
+    device_rounds = m.device_rounds or scenario_rounds
+    sweep_rounds = min(m.sweep_rounds or scenario_rounds, scenario_rounds)
+    device_reps, sweep_reps = m.device_reps or reps, m.sweep_reps or reps
+    found = discover_schemes()
+    main_schemes = tuple(s for s in m.main_schemes if s in found) if m.main_schemes else \
+        tuple(found)
     for needed in DEVICE_SCHEMES:
         if needed not in main_schemes:
             raise UserError(f"schemes/{needed}.toml is missing: the evaluation needs {needed}")
-    delta = delta_points(main_profile, QUICK_DELTA_MULTIPLES if quick else FULL_DELTA_MULTIPLES)
-    units = QUICK_UNITS_KB if quick else FULL_UNITS_KB
-    unit_schemes = tuple(f"pmr@{UNIT_KEY}={kb}" for kb in units)
-    reuse_main = main_rounds == sweep_rounds
-    main_units = tuple(f"pmr@{UNIT_KEY}={kb}" for kb in units
+    delta = delta_points(main_profile, m.delta_multiples)
+    unit_schemes = tuple(f"pmr@{UNIT_KEY}={kb}" for kb in m.units_kb)
+    reuse_main = (main_rounds, reps) == (sweep_rounds, sweep_reps)
+    main_units = tuple(f"pmr@{UNIT_KEY}={kb}" for kb in m.units_kb
                        if not (reuse_main and kb == main_profile.unmap_unit_kb))
     delta_run = tuple(d.scheme for d in delta if not (reuse_main and d.multiple == DEFAULT_DELTA))
     campaigns = [
         CampaignSpec("main", "headline ratios, Figs. 5-7, 11-13, Table 3", MAIN_PROFILE,
                      main_schemes, reps, main_rounds, swap_bandwidth=True),
         CampaignSpec("devices", "Fig. 14 (with main's pixel6pro runs)", OTHER_PROFILE,
-                     DEVICE_SCHEMES, reps, main_rounds),
-        CampaignSpec("delta", "Fig. 15a", MAIN_PROFILE, delta_run, reps, sweep_rounds),
-        CampaignSpec(f"unit-{MAIN_PROFILE}", "Fig. 15b", MAIN_PROFILE, main_units, reps,
+                     DEVICE_SCHEMES, device_reps, device_rounds),
+        CampaignSpec("delta", "Fig. 15a", MAIN_PROFILE, delta_run, sweep_reps, sweep_rounds),
+        CampaignSpec(f"unit-{MAIN_PROFILE}", "Fig. 15b", MAIN_PROFILE, main_units, sweep_reps,
                      sweep_rounds),
     ]
-    if not quick:
+    if m.other_unit_sweep:
         campaigns.append(CampaignSpec(f"unit-{OTHER_PROFILE}", "Fig. 15b", OTHER_PROFILE,
-                                      unit_schemes, reps, sweep_rounds))
+                                      unit_schemes, sweep_reps, sweep_rounds))
+    if m.floor:
         profiles.load(FLOOR_PROFILE)   # refuse a missing or bad file before anything runs
         campaigns.append(CampaignSpec("floor", "response time without memory pressure",
                                       FLOOR_PROFILE, (BASELINE,), reps, main_rounds))
@@ -234,7 +276,7 @@ def plan(out: Path, *, quick: bool = False, reps: int | None = None, seed: int =
     for c in campaigns:
         schemes.parse_list(",".join(c.schemes), other_profile if c.profile == OTHER_PROFILE
                            else main_profile)
-    return PaperPlan(out, quick, reps, seed, campaigns,
+    return PaperPlan(out, mode, reps, seed, campaigns,
                      guest_high_watermark_pages(main_profile), delta, main_profile.scale,
                      reuse_main, main_profile.unmap_unit_kb)
 
@@ -266,7 +308,7 @@ def _n(count: int, what: str) -> str:
 def estimate_lines(p: PaperPlan, statuses: dict[str, str]) -> list[str]:
     """What will run and how long it should take; finished campaigns are
     skipped, and the runs a cut-off one recorded are not counted again."""
-    lines = [f"pmrtb paper ({'quick' if p.quick else 'full'}): {len(p.campaigns)} campaigns "
+    lines = [f"pmrtb paper ({p.mode}): {len(p.campaigns)} campaigns "
              f"in {p.out}, {_n(p.reps, 'rep')}, seed {p.seed}"]
     remaining = 0.0
     for c in p.campaigns:
@@ -281,8 +323,9 @@ def estimate_lines(p: PaperPlan, statuses: dict[str, str]) -> list[str]:
                      f"{_n(c.reps, 'rep')} x {_n(c.rounds, 'round')} = {_n(c.runs, 'run')}, "
                      f"~{_duration(est)}" + note)
     total = sum(estimate_s(c) for c in p.campaigns)
-    target = 20 * 60 if p.quick else 2 * 3600
-    over = "" if total <= target else f" (over the {_duration(target)} target)"
+    target = p.target_s
+    over = "" if target is None or total <= target else \
+        f" (over the {_duration(target)} target)"
     lines.append(f"estimated guest time: ~{_duration(total)} in all{over}; "
                  f"~{_duration(remaining)} still to run")
     return lines

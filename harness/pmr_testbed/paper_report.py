@@ -743,9 +743,10 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
     units = unit_points(p, collected)
     default_target = get_path(schemes.get("pmr", {}), "pmr.target_mb")
     three = next((kb for k, kb, *_ in drows if k == 3), None)
-    mode = (f"quick: {p.reps} rep{'s' if p.reps > 1 else ''}, 1 round per run, fewer schemes "
-            "and sweep points; indicative only" if p.quick else
-            f"full: {p.reps} reps; main and devices at the scenario's rounds, sweeps at fewer")
+    mode = f"{p.mode}: " + "; ".join(
+        f"{n} {c.spec.reps} x {c.spec.rounds}" for n, c in collected.items()) + \
+        " (reps x rounds)" + ("; one round covers the cold launches only: indicative"
+                              if p.quick else "")
     lines = [
         "# The PMR paper's evaluation on the emulated phone", "",
         f"Mode {mode}; seed {p.seed}; written {time.strftime('%Y-%m-%d %H:%M:%S')}. "
@@ -829,7 +830,7 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
 def paper_summary(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict]) -> dict:
     schemes = _main_schemes(collected)
     return {
-        "mode": "quick" if p.quick else "full", "reps": p.reps, "seed": p.seed,
+        "mode": p.mode, "reps": p.reps, "seed": p.seed,
         "campaigns": {
             name: {"dir": name, "profile": c.spec.profile, "schemes": list(c.spec.schemes),
                    "reps": c.spec.reps, "rounds": c.spec.rounds, "status": c.status,

@@ -31,7 +31,7 @@ def _delta_kb(scheme: str) -> int:
 
 
 def test_quick_plan(tmp_path):
-    p = paper.plan(tmp_path / "out", quick=True)
+    p = paper.plan(tmp_path / "out", mode="quick")
     assert (p.reps, p.seed) == (1, 1)
     assert [c.name for c in p.campaigns] == ["main", "devices", "delta", "unit-pixel6pro"]
     by_name = {c.name: c for c in p.campaigns}
@@ -60,22 +60,39 @@ def test_full_plan_runs_every_scheme_file(tmp_path, monkeypatch):
     (schemes_dir / "ice.toml").write_text('name = "ice"\ndescription = "Ice"\npolicies = ["ice"]\n')
     monkeypatch.setattr(paths, "SCHEMES_DIR", schemes_dir)
     p = paper.plan(tmp_path / "out")
+    assert p.mode == "full" and not p.quick
+    by_name = {c.name: c for c in p.campaigns}
+    assert list(by_name) == ["main", "devices", "delta", "unit-pixel6pro"]
+    assert by_name["main"].schemes == ("original", "mglru", "pps", "pmr", "ice")
+    # the headline ratios get their repetitions, the figures beside them one
+    assert p.reps == by_name["main"].reps == 3
+    assert (by_name["main"].rounds, by_name["devices"].rounds) == (10, 10)
+    assert by_name["devices"].reps == by_name["delta"].reps == by_name["unit-pixel6pro"].reps == 1
+    assert by_name["delta"].rounds == by_name["unit-pixel6pro"].rounds == 2
+    assert [d.multiple for d in p.delta] == [1, 3, 5]
+    assert not p.reuse_main   # main runs 10 rounds, the sweeps 2: every point is run
+    assert by_name["delta"].schemes == tuple(d.scheme for d in p.delta)
+    assert by_name["unit-pixel6pro"].schemes == tuple(
+        f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (64, 1024, 16384))
+    four = paper.plan(tmp_path / "out", reps=4)
+    assert four.reps == four.campaign("main").reps == 4 and four.campaign("delta").reps == 1
+
+
+def test_thorough_plan_runs_everything_at_every_rep(tmp_path):
+    p = paper.plan(tmp_path / "out", mode="thorough")
     by_name = {c.name: c for c in p.campaigns}
     assert list(by_name) == ["main", "devices", "delta", "unit-pixel6pro", "unit-pixel5",
                              "floor"]
     floor = by_name["floor"]
     assert (floor.profile, floor.schemes, floor.rounds) == ("pixel6pro-roomy", ("original",), 10)
-    assert by_name["main"].schemes == ("original", "mglru", "pps", "pmr", "ice")
     assert p.reps == 3 and all(c.reps == 3 for c in p.campaigns)
     assert (by_name["main"].rounds, by_name["devices"].rounds) == (10, 10)
-    assert by_name["delta"].rounds == by_name["unit-pixel5"].rounds == paper.FULL_SWEEP_ROUNDS
+    assert by_name["delta"].rounds == by_name["unit-pixel5"].rounds == 4
     assert [d.multiple for d in p.delta] == [1, 2, 3, 4, 5]
-    assert not p.reuse_main   # main runs 10 rounds, the sweeps 4: every point is run
-    assert by_name["delta"].schemes == tuple(d.scheme for d in p.delta)
+    assert not p.reuse_main
     assert by_name["unit-pixel5"].profile == "pixel5"
     assert by_name["unit-pixel5"].schemes == by_name["unit-pixel6pro"].schemes
     assert len(by_name["unit-pixel5"].schemes) == 5
-    assert paper.plan(tmp_path / "out", reps=4).reps == 4
 
 
 def _kernel_high_watermark_pages(ram_mb: int, min_free_kb: int, wsf: int) -> float:
@@ -91,7 +108,7 @@ def test_delta_is_computed_from_the_guests_high_watermark(tmp_path):
     wm = prof.watermarks()
     high = _kernel_high_watermark_pages(prof.guest_ram_mb, wm["min_free_kbytes"],
                                         wm["watermark_scale_factor"])
-    p = paper.plan(tmp_path / "out", quick=True)
+    p = paper.plan(tmp_path / "out", mode="quick")
     assert p.nr_to_reclaim_pages == pytest.approx(high, abs=1)
     # within 1% of what the guest's kernel reports (nr_to_reclaim 6556 pages, ~25.6 MB)
     assert p.nr_to_reclaim_pages == pytest.approx(6556, rel=0.01)
@@ -105,8 +122,10 @@ def test_delta_is_computed_from_the_guests_high_watermark(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"reps": 0, "quick": True}, "--reps must be at least 1"),
-    ({"reps": 2}, "needs --reps 3 or more"),
+    ({"reps": 0, "mode": "quick"}, "--reps must be at least 1"),
+    ({"reps": 2}, "the full evaluation needs --reps 3 or more"),
+    ({"reps": 1, "mode": "thorough"}, "the thorough evaluation needs --reps 3 or more"),
+    ({"mode": "fast"}, "unknown mode 'fast': use one of quick, full, thorough"),
 ])
 def test_bad_plans_are_refused(tmp_path, kwargs, message):
     with pytest.raises(UserError, match=re.escape(message)):
@@ -116,31 +135,36 @@ def test_bad_plans_are_refused(tmp_path, kwargs, message):
 def test_out_must_be_a_directory(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(UserError, match="not a directory"):
-        paper.plan(tmp_path / "file", quick=True)
+        paper.plan(tmp_path / "file", mode="quick")
 
 
 def test_estimates(tmp_path):
-    quick = paper.plan(tmp_path / "q", quick=True)
-    full = paper.plan(tmp_path / "f")
-    quick_s = sum(paper.estimate_s(c) for c in quick.campaigns)
-    full_s = sum(paper.estimate_s(c) for c in full.campaigns)
+    plans = {m: paper.plan(tmp_path / m, mode=m) for m in paper.MODES}
+    total = {m: sum(paper.estimate_s(c) for c in p.campaigns) for m, p in plans.items()}
     # the estimate is RUN_S's fixed time plus its time per round, per run
     for profile, (fixed, per_round) in paper.RUN_S.items():
         assert paper.run_seconds(profile, 10) == pytest.approx(fixed + 10 * per_round)
         assert paper.run_seconds(profile, 1) == pytest.approx(fixed + per_round)
-    for c in quick.campaigns + full.campaigns:
+    for c in (c for p in plans.values() for c in p.campaigns):
         assert paper.estimate_s(c) == pytest.approx(
             paper.CAMPAIGN_OVERHEAD_S + c.runs * paper.run_seconds(c.profile, c.rounds)
             + (paper.SWAP_BANDWIDTH_S if c.name == "main" else 0))
-    # quick mode is planned to fit its 20 min target, full mode cannot fit 2 h
-    assert quick_s <= 20 * 60
-    assert full_s > 2 * 3600
-    lines = paper.estimate_lines(full, {"main": "finished"})
+    # quick and full are planned to fit their 20 min and 2 h budgets (issue
+    # 5); thorough has no budget and takes more than twice full's
+    assert total["quick"] <= 20 * 60 and plans["quick"].target_s == 20 * 60
+    assert total["full"] <= 2 * 3600 and plans["full"].target_s == 2 * 3600
+    assert plans["thorough"].target_s is None and total["thorough"] > 2 * total["full"]
+    for m in ("quick", "full"):
+        assert "over" not in paper.estimate_lines(plans[m], {})[-1]
+    # a larger --reps can push full over its budget, and the estimate says so
+    five = paper.plan(tmp_path / "five", reps=5)
+    lines = paper.estimate_lines(five, {"main": "finished"})
     assert "over the 2 h target" in lines[-1]
     assert "[finished: skipped]" in next(ln for ln in lines if ln.strip().startswith("main"))
-    remaining = full_s - paper.estimate_s(full.campaign("main"))
+    remaining = sum(paper.estimate_s(c) for c in five.campaigns) \
+        - paper.estimate_s(five.campaign("main"))
     assert f"~{paper._duration(remaining)} still to run" in lines[-1]
-    assert "over" not in paper.estimate_lines(quick, {})[-1]
+    assert "target" not in paper.estimate_lines(plans["thorough"], {})[-1]
 
 
 # ---- fake campaigns ------------------------------------------------------------
@@ -205,7 +229,7 @@ def _run(p, runner):
 def quick_out(tmp_path_factory):
     """A quick evaluation run once with fake campaigns."""
     out = tmp_path_factory.mktemp("paper") / "out"
-    p = paper.plan(out, quick=True)
+    p = paper.plan(out, mode="quick")
     runner = fake_campaign_runner(make_run)
     result, _ = _run(p, runner)
     return p, result, runner
@@ -288,7 +312,7 @@ def test_a_second_run_skips_finished_campaigns(quick_out, tmp_path):
     p, _, _ = quick_out
     out = tmp_path / "again"
     shutil.copytree(p.out, out)
-    again = paper.plan(out, quick=True)
+    again = paper.plan(out, mode="quick")
     assert set(paper.statuses(again).values()) == {"finished"}
     runner = fake_campaign_runner(make_run)
     result, said = _run(again, runner)
@@ -299,7 +323,7 @@ def test_a_second_run_skips_finished_campaigns(quick_out, tmp_path):
 
 
 def test_a_cut_off_campaign_is_continued(tmp_path):
-    p = paper.plan(tmp_path / "out", quick=True)
+    p = paper.plan(tmp_path / "out", mode="quick")
     first = fake_campaign_runner(make_run, stop_after={"delta": 1})
     with pytest.raises(CutOff):
         _run(p, first)
@@ -327,7 +351,7 @@ def test_a_cut_off_campaign_is_continued(tmp_path):
 
 
 def test_a_cut_off_campaign_on_another_setup_is_moved_aside_and_run_again(tmp_path):
-    p = paper.plan(tmp_path / "out", quick=True)
+    p = paper.plan(tmp_path / "out", mode="quick")
     with pytest.raises(CutOff):
         _run(p, fake_campaign_runner(make_run, stop_after={"delta": 1}))
     runner = fake_campaign_runner(make_run, setup_changed=frozenset({"delta"}))
@@ -341,7 +365,7 @@ def test_a_cut_off_campaign_on_another_setup_is_moved_aside_and_run_again(tmp_pa
 
 
 def test_a_campaign_with_a_failed_run_is_continued(tmp_path):
-    p = paper.plan(tmp_path / "out", quick=True)
+    p = paper.plan(tmp_path / "out", mode="quick")
     spec = p.campaign("main")
     runs = [{"scheme": s, "rep": 1, "status": "ok"} for s in spec.schemes]
     runs[-1]["status"] = "failed"
@@ -352,7 +376,7 @@ def test_a_campaign_with_a_failed_run_is_continued(tmp_path):
 
 
 def test_a_directory_with_another_plan_is_refused(tmp_path):
-    p = paper.plan(tmp_path / "out", quick=True)
+    p = paper.plan(tmp_path / "out", mode="quick")
     write_campaign(p.out / "main", ["original", "pps", "pmr"], [], reps=3, scenario="paper",
                    profile="pixel6pro", seed=1, rounds=1)
     with pytest.raises(UserError, match=r"holds another campaign \(reps 3, not 1\)"):
