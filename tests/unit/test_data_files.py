@@ -241,3 +241,12 @@ def test_pmr_runs_its_writeback_in_a_real_time_kswapd():
     assert schemes.resolve("original+kswapd-fifo", prof).kthreads == [fifo]
     assert schemes.resolve("original", prof).kthreads == []
     assert schemes.resolve("pps", prof).kthreads == []
+
+
+def test_kshrinkd_nice_only_lowers_kshrinkd():
+    prof = profiles.load("pixel6pro")
+    nice = {"comm": "kshrinkd", "policy": "normal", "priority": 0, "nice": 19}
+    assert schemes.load("kshrinkd-nice").modifier
+    assert schemes.resolve("pmr+kshrinkd-nice", prof).kthreads == \
+        schemes.resolve("pmr", prof).kthreads + [nice]
+    assert schemes.resolve("pmr+kshrinkd-nice", prof).knobs == schemes.resolve("pmr", prof).knobs
