@@ -21,8 +21,8 @@ summary.json and report.md, then writes one combined report over them
                   is reclaimed): original, the response time that no reclaim
                   scheme can remove, so the best response ratio any scheme
                   could reach against main's original, and how fast the apps
-                  demand memory, which no reclaim needs to outrun (thorough mode
-                  only)
+                  demand memory, which no reclaim needs to outrun
+                  (thorough mode only)
 
 Three modes (MODES), each planned to a time budget on this project's 2-core
 TCG host (estimate_s, printed before anything starts):
@@ -30,12 +30,13 @@ TCG host (estimate_s, printed before anything starts):
   quick     ~20 min: 1 repetition (unless --reps says otherwise) of 1 round
             per run; main runs original, pps and pmr (no mglru: it would
             push the total over 20 min), delta 1x/3x/5x, the unit 1, 4 and
-            16 MB on pixel6pro only. Main's and the sweeps' runs then have the
-            same rounds and reps, so main's pmr runs are also the sweeps'
-            kernel-default points (reuse_main): delta 3x (the kernel's
-            default, three times nr_to_reclaim) and the profile's own unit.
-            One round means the foreground apps' first (cold) launches
-            only, so quick results are indicative, not the paper's workload.
+            16 MB on pixel6pro only. Main's and the sweeps' runs then have
+            the same rounds and reps, so main's pmr runs are also the
+            sweeps' kernel-default points (reuse_main): delta 3x (the
+            kernel's default, three times nr_to_reclaim) and the profile's
+            own unit. One round means the foreground apps' first (cold)
+            launches only, so quick results are indicative, not the
+            paper's workload.
   full      ~2 h, the issue's budget: main at `reps` (3 or more) x the
             scenario's 10 rounds, every scheme (the headline ratios with
             their spread); devices 1 rep x 10 rounds (Fig. 14 beside main,
@@ -106,12 +107,21 @@ class Mode:
 
 
 MODES = {m.name: m for m in (
-    Mode("quick", 1, 1, 20 * 60, 1, QUICK_MAIN_SCHEMES, None, 1, None, 1,
-         (1, 3, 5), (1024, 4096, 16384), False, False),
-    Mode("full", MIN_FULL_REPS, MIN_FULL_REPS, 2 * 3600, None, None, 1, None, 1, 2,
-         (1, 3, 5), (64, 1024, 16384), False, False),
-    Mode("thorough", MIN_FULL_REPS, MIN_FULL_REPS, None, None, None, None, None, None, 4,
-         (1, 2, 3, 4, 5), (64, 256, 1024, 4096, 16384), True, True),
+    Mode("quick", default_reps=1, min_reps=1, target_s=20 * 60,
+         main_rounds=1, main_schemes=QUICK_MAIN_SCHEMES,
+         device_reps=None, device_rounds=1, sweep_reps=None, sweep_rounds=1,
+         delta_multiples=(1, 3, 5), units_kb=(1024, 4096, 16384),
+         other_unit_sweep=False, floor=False),
+    Mode("full", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=2 * 3600,
+         main_rounds=None, main_schemes=None,
+         device_reps=1, device_rounds=None, sweep_reps=1, sweep_rounds=2,
+         delta_multiples=(1, 3, 5), units_kb=(64, 1024, 16384),
+         other_unit_sweep=False, floor=False),
+    Mode("thorough", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=None,
+         main_rounds=None, main_schemes=None,
+         device_reps=None, device_rounds=None, sweep_reps=None, sweep_rounds=4,
+         delta_multiples=(1, 2, 3, 4, 5), units_kb=(64, 256, 1024, 4096, 16384),
+         other_unit_sweep=True, floor=True),
 )}
 
 # Guest time per run: (fixed s, s per round). pixel6pro calibrated on the
