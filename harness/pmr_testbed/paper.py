@@ -22,7 +22,7 @@ summary.json and report.md, then writes one combined report over them
                   scheme can remove, so the best response ratio any scheme
                   could reach against main's original, and how fast the apps
                   demand memory, which no reclaim needs to outrun
-                  (thorough mode only)
+                  (full and thorough modes)
 
 Three modes (MODES), each planned to a time budget on this project's 2-core
 TCG host (estimate_s, printed before anything starts):
@@ -42,11 +42,17 @@ TCG host (estimate_s, printed before anything starts):
             their spread); devices 1 rep x 10 rounds (Fig. 14 beside main,
             same rounds); the two sweeps 1 rep x 2 rounds at three points
             (delta 1x/3x/5x, unit 64 kB/1 MB/16 MB): their shapes are
-            indicative, a point has no spread.
+            indicative, a point has no spread; `floor` 1 rep x 2 rounds
+            (its cold launches and hot switches, weighed as main's are).
   thorough  ~5.5 h: `reps` repetitions of everything; main and devices at
             the scenario's rounds, the sweeps 4 rounds (as `make
             unit-sweep`) at every point (delta 1x-5x, unit 64 kB-16 MB on
             both profiles), and `floor`.
+
+In full and thorough modes the sweeps' kernel-default point, pmr as it
+is (delta 3x, the main profile's unit), runs once, in `delta`, and the
+unit sweep takes it from there (unit_from_delta); in quick mode both take
+it from main (reuse_main).
 
 Resuming: a campaign subdirectory whose campaign.json has every run of its
 plan (ok or failed) is not run again; one cut off part-way is continued,
@@ -82,6 +88,7 @@ DEVICE_SCHEMES = ("original", "pps", "pmr")
 DELTA_KEY = "pmr_victim_target_kbytes"
 UNIT_KEY = "pmr_unmap_unit_kbytes"
 DEFAULT_DELTA = 3   # the kernel's default victim target: 3 x nr_to_reclaim
+DEFAULT_PMR = "pmr"   # the kernel's default delta and the profile's own unit
 MIN_FULL_REPS = 3   # the headline ratios' min/median/max (issue 5)
 
 
@@ -104,6 +111,7 @@ class Mode:
     units_kb: tuple[int, ...]
     other_unit_sweep: bool        # unit-pixel5
     floor: bool
+    floor_rounds: int | None = None   # at most the scenario's; None: main's
 
 
 MODES = {m.name: m for m in (
@@ -116,7 +124,7 @@ MODES = {m.name: m for m in (
          main_rounds=None, main_schemes=None,
          device_reps=1, device_rounds=None, sweep_reps=1, sweep_rounds=2,
          delta_multiples=(1, 3, 5), units_kb=(64, 1024, 16384),
-         other_unit_sweep=False, floor=False),
+         other_unit_sweep=False, floor=True, floor_rounds=2),
     Mode("thorough", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=None,
          main_rounds=None, main_schemes=None,
          device_reps=None, device_rounds=None, sweep_reps=None, sweep_rounds=4,
@@ -186,6 +194,9 @@ class PaperPlan:
     # the main profile's unit): main and the sweeps share rounds and reps
     reuse_main: bool = False
     main_unit_kb: int = 0     # the main profile's pmr.unmap_unit_kb
+    # else the delta sweep's kernel-default point (plain pmr) is also the
+    # unit sweep's point at main_unit_kb
+    unit_from_delta: bool = False
 
     def campaign(self, name: str) -> CampaignSpec | None:
         return next((c for c in self.campaigns if c.name == name), None)
@@ -263,8 +274,17 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None,
     delta = delta_points(main_profile, m.delta_multiples)
     unit_schemes = tuple(f"pmr@{UNIT_KEY}={kb}" for kb in m.units_kb)
     reuse_main = (main_rounds, reps) == (sweep_rounds, sweep_reps)
+    # Else the delta sweep runs its kernel-default point as plain pmr, which
+    # is also the unit sweep's point at the main profile's own unit: one
+    # configuration, run once for both sweeps
+    unit_from_delta = (not reuse_main and DEFAULT_DELTA in m.delta_multiples
+                       and main_profile.unmap_unit_kb in m.units_kb)
     main_units = tuple(f"pmr@{UNIT_KEY}={kb}" for kb in m.units_kb
-                       if not (reuse_main and kb == main_profile.unmap_unit_kb))
+                       if not ((reuse_main or unit_from_delta)
+                               and kb == main_profile.unmap_unit_kb))
+    if unit_from_delta:
+        delta = [DeltaPoint(d.multiple, d.kbytes, DEFAULT_PMR) if d.multiple == DEFAULT_DELTA
+                 else d for d in delta]
     delta_run = tuple(d.scheme for d in delta if not (reuse_main and d.multiple == DEFAULT_DELTA))
     campaigns = [
         CampaignSpec("main", "headline ratios, Figs. 5-7, 11-13, Table 3", MAIN_PROFILE,
@@ -280,15 +300,17 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None,
                                       unit_schemes, sweep_reps, sweep_rounds))
     if m.floor:
         profiles.load(FLOOR_PROFILE)   # refuse a missing or bad file before anything runs
+        floor_rounds = min(m.floor_rounds or main_rounds, scenario_rounds)
+        floor_reps = 1 if m.floor_rounds else reps
         campaigns.append(CampaignSpec("floor", "response time without memory pressure",
-                                      FLOOR_PROFILE, (BASELINE,), reps, main_rounds))
+                                      FLOOR_PROFILE, (BASELINE,), floor_reps, floor_rounds))
     # every scheme name must load (overrides included) before anything runs
     for c in campaigns:
         schemes.parse_list(",".join(c.schemes), other_profile if c.profile == OTHER_PROFILE
                            else main_profile)
     return PaperPlan(out, mode, reps, seed, campaigns,
                      guest_high_watermark_pages(main_profile), delta, main_profile.scale,
-                     reuse_main, main_profile.unmap_unit_kb)
+                     reuse_main, main_profile.unmap_unit_kb, unit_from_delta)
 
 
 # ---- time estimate ---------------------------------------------------------

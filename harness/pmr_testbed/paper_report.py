@@ -37,7 +37,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from . import report, shortfall  # noqa: E402
 from .metrics import RunMetrics  # noqa: E402
-from .paper import (BASELINE, DEFAULT_DELTA, DELTA_KEY, DEVICE_SCHEMES,  # noqa: E402
+from .paper import (BASELINE, DEFAULT_DELTA, DEFAULT_PMR, DELTA_KEY, DEVICE_SCHEMES,  # noqa: E402
                     MAIN_PROFILE, OTHER_PROFILE, UNIT_KEY, CampaignSpec, PaperPlan,
                     recorded_runs)
 from .report import _cell, _fmt, _table, get_path, p_text  # noqa: E402
@@ -240,6 +240,26 @@ def floor_figure(collected: dict[str, Collected], dotted: str) -> float | None:
     return get_path(entry, dotted) if entry else None
 
 
+def floor_response_ms(collected: dict[str, Collected]) -> float | None:
+    """The response time main's original would have without memory pressure:
+    the floor's own mean if it ran main's rounds, else main's switches
+    weighed as the floor's are, its cold launches (the apps' first, which
+    every run has) at the floor's cold mean and the rest of main's switches
+    at the floor's hot mean."""
+    floor, main = collected.get("floor"), collected.get("main")
+    if floor is None or main is None or floor.spec.rounds == main.spec.rounds:
+        return floor_figure(collected, "response_ms.mean")
+    base = _main_schemes(collected).get(BASELINE) or {}
+    switches = (base.get("cold_launches") or 0) + (base.get("hot_launches") or 0)
+    cold_n = floor_figure(collected, "switch_kinds.cold.switches")
+    cold_ms = floor_figure(collected, "switch_kinds.cold.mean_ms")
+    hot_ms = floor_figure(collected, "switch_kinds.hot.mean_ms")
+    if not switches or cold_n is None or cold_ms is None or hot_ms is None:
+        return None
+    cold_n = min(cold_n, switches)
+    return (cold_n * cold_ms + (switches - cold_n) * hot_ms) / switches
+
+
 def headline_ratios(collected: dict[str, Collected]) -> dict[str, dict]:
     main = collected.get("main")
     return {h.key: headline_ratio(h, main.ok if main else None, disk_mbps(collected))
@@ -440,10 +460,17 @@ def _errorbar(ax, xs, entries, dotted, **style) -> None:
 
 
 MAIN_PMR = "pmr (main)"   # a sweep point taken from main's pmr runs (plan.reuse_main)
+DELTA_PMR = "pmr (delta 3x)"   # the unit sweep's point taken from delta (plan.unit_from_delta)
 
 
 def _main_pmr(collected: dict[str, Collected]) -> dict | None:
     entry = _main_schemes(collected).get("pmr")
+    return entry if entry and entry.get("runs") else None
+
+
+def _delta_pmr(collected: dict[str, Collected]) -> dict | None:
+    c = collected.get("delta")
+    entry = (c.summary or {}).get("schemes", {}).get(DEFAULT_PMR) if c else None
     return entry if entry and entry.get("runs") else None
 
 
@@ -506,6 +533,8 @@ def unit_points(p: PaperPlan, collected: dict[str, Collected]) -> dict[str, list
             points.append((value, scheme, entry if entry and entry["runs"] else None))
         if p.reuse_main and c.spec.profile == MAIN_PROFILE:
             points.append((float(p.main_unit_kb), MAIN_PMR, _main_pmr(collected)))
+        elif p.unit_from_delta and c.spec.profile == MAIN_PROFILE:
+            points.append((float(p.main_unit_kb), DELTA_PMR, _delta_pmr(collected)))
         out[c.spec.profile] = sorted(points, key=lambda pt: pt[0])
     return out
 
@@ -709,7 +738,7 @@ def shortfall_lines(p: PaperPlan, ratios: dict[str, dict],
         if r["status"] == "missed":
             facts = shortfall.evidence(key, r["scheme"], r["base"], schemes,
                                        unit_kb=p.main_unit_kb, disk_mbps=disk_mbps(collected),
-                                       floor_ms=floor_figure(collected, "response_ms.mean"),
+                                       floor_ms=floor_response_ms(collected),
                                        demand_mbps=floor_figure(collected,
                                                                 "anon_growth_peak_mbps"))
             lines += [f"### {r['title']} ({r['scheme']} / {r['base']})", "",
@@ -805,14 +834,18 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
            f"{_fmt(default_target)} MB (3x here: {three / 1024:.1f} MB)."
            if default_target is not None and three else "")
         + (f" `{MAIN_PMR}`: main's pmr runs (same rounds and reps as this sweep in this "
-           "mode), whose victim target is the kernel's default (0)." if p.reuse_main else ""),
+           "mode), whose victim target is the kernel's default (0)." if p.reuse_main else "")
+        + (f" The 3x point is `{DEFAULT_PMR}` as it is, the kernel's default (0), which is also "
+           "the unit sweep's point at the profile's own unit." if p.unit_from_delta else ""),
         "", *fig15a_table(p, drows), "",
         "## Fig. 15b: reclaim throughput against the unmap unit", "",
         _plot("fig15b", "Fig. 15b"), "",
         f"pmr with `{UNIT_KEY}` at each unit. The paper (§5.5): the best unit is 1 MB on the "
         "Pixel 5 and 10 MB on the Pixel 6 Pro."
         + (f" `{MAIN_PMR}`: main's pmr runs (same rounds and reps in this mode), at "
-           f"{MAIN_PROFILE}'s own unit ({p.main_unit_kb} kB)." if p.reuse_main else ""), "",
+           f"{MAIN_PROFILE}'s own unit ({p.main_unit_kb} kB)." if p.reuse_main else "")
+        + (f" `{DELTA_PMR}`: the delta sweep's `{DEFAULT_PMR}` runs, at {MAIN_PROFILE}'s own "
+           f"unit ({p.main_unit_kb} kB)." if p.unit_from_delta else ""), "",
         *(fig15b_lines(units) or ["No unit campaign yet."]),
         "## Table 3: reclaim CPU time", "",
         "CPU seconds of the reclaim threads over a run (threads_cpu.json), beside the paper's "
@@ -825,6 +858,17 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
         *shortfall_lines(p, ratios, collected),
     ]
     return "\n".join(lines)
+
+
+def _floor_summary(collected: dict[str, Collected]) -> dict | None:
+    """What no scheme can remove, from the floor campaign (None without it)."""
+    floor_ms = floor_response_ms(collected)
+    base_ms = get_path(_main_schemes(collected).get(BASELINE) or {}, "response_ms.mean")
+    if floor_ms is None:
+        return None
+    return {"response_ms": floor_ms,
+            "best_response_ratio": floor_ms / base_ms if base_ms else None,
+            "demand_mbps": floor_figure(collected, "anon_growth_peak_mbps")}
 
 
 def paper_summary(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict]) -> dict:
@@ -841,6 +885,7 @@ def paper_summary(p: PaperPlan, collected: dict[str, Collected], ratios: dict[st
             for name, c in collected.items()},
         "ratios": ratios,
         "missed": [k for k, r in ratios.items() if r["status"] == "missed"],
+        "floor": _floor_summary(collected),
         "delta": {"nr_to_reclaim_pages": p.nr_to_reclaim_pages,
                   "points": [{"multiple": d.multiple, "kbytes": d.kbytes, "scheme": d.scheme}
                              for d in p.delta]},

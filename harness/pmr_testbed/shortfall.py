@@ -118,9 +118,11 @@ def _demand(schemes: dict, scheme: str, base: str, demand_mbps: float | None) ->
     """How fast the apps demand memory without pressure, against the peaks."""
     if demand_mbps is None:
         return None
+    base_peak = get_path(schemes.get(base, {}), "reclaim_mbps.peak")
     return (f"the apps' fastest second of anonymous memory growth without memory pressure "
-            f"(`floor`): {_fmt(demand_mbps)} MB/s; peak reclaim: "
-            + _peaks(schemes, (scheme, base)))
+            f"(`floor`): {_fmt(demand_mbps)} MB/s"
+            + (f", {demand_mbps / base_peak:.2f} x {base}'s peak" if base_peak else "")
+            + "; peak reclaim: " + _peaks(schemes, (scheme, base)))
 
 
 def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: float | None = None,

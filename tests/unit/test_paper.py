@@ -62,7 +62,7 @@ def test_full_plan_runs_every_scheme_file(tmp_path, monkeypatch):
     p = paper.plan(tmp_path / "out")
     assert p.mode == "full" and not p.quick
     by_name = {c.name: c for c in p.campaigns}
-    assert list(by_name) == ["main", "devices", "delta", "unit-pixel6pro"]
+    assert list(by_name) == ["main", "devices", "delta", "unit-pixel6pro", "floor"]
     assert by_name["main"].schemes == ("original", "mglru", "pps", "pmr", "ice")
     # the headline ratios get their repetitions, the figures beside them one
     assert p.reps == by_name["main"].reps == 3
@@ -70,10 +70,16 @@ def test_full_plan_runs_every_scheme_file(tmp_path, monkeypatch):
     assert by_name["devices"].reps == by_name["delta"].reps == by_name["unit-pixel6pro"].reps == 1
     assert by_name["delta"].rounds == by_name["unit-pixel6pro"].rounds == 2
     assert [d.multiple for d in p.delta] == [1, 3, 5]
-    assert not p.reuse_main   # main runs 10 rounds, the sweeps 2: every point is run
+    assert not p.reuse_main   # main runs 10 rounds, the sweeps 2
+    # pmr as it is (delta 3x, the profile's 16 MB) runs once, in delta, for both sweeps
+    assert p.unit_from_delta and p.main_unit_kb == 16384
     assert by_name["delta"].schemes == tuple(d.scheme for d in p.delta)
+    assert by_name["delta"].schemes[1] == "pmr" and p.delta[1].multiple == 3
     assert by_name["unit-pixel6pro"].schemes == tuple(
-        f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (64, 1024, 16384))
+        f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (64, 1024))
+    floor = by_name["floor"]
+    assert (floor.profile, floor.schemes, floor.reps, floor.rounds) == \
+        ("pixel6pro-roomy", ("original",), 1, 2)
     four = paper.plan(tmp_path / "out", reps=4)
     assert four.reps == four.campaign("main").reps == 4 and four.campaign("delta").reps == 1
 
@@ -86,12 +92,15 @@ def test_thorough_plan_runs_everything_at_every_rep(tmp_path):
     floor = by_name["floor"]
     assert (floor.profile, floor.schemes, floor.rounds) == ("pixel6pro-roomy", ("original",), 10)
     assert p.reps == 3 and all(c.reps == 3 for c in p.campaigns)
+    assert p.unit_from_delta and "pmr" in by_name["delta"].schemes
     assert (by_name["main"].rounds, by_name["devices"].rounds) == (10, 10)
     assert by_name["delta"].rounds == by_name["unit-pixel5"].rounds == 4
     assert [d.multiple for d in p.delta] == [1, 2, 3, 4, 5]
     assert not p.reuse_main
     assert by_name["unit-pixel5"].profile == "pixel5"
-    assert by_name["unit-pixel5"].schemes == by_name["unit-pixel6pro"].schemes
+    # pixel6pro's own unit (16 MB) comes from delta; pixel5 runs every unit
+    assert by_name["unit-pixel5"].schemes == (*by_name["unit-pixel6pro"].schemes,
+                                              "pmr@pmr_unmap_unit_kbytes=16384")
     assert len(by_name["unit-pixel5"].schemes) == 5
 
 
@@ -592,12 +601,59 @@ def test_floor_figures_come_from_the_floor_campaigns_original():
     assert paper_report.floor_figure({}, "response_ms.mean") is None
 
 
+def _summary_collected(name, profile, schemes, rounds, entries):
+    spec = paper.CampaignSpec(name, name, profile, tuple(schemes), 1, rounds)
+    return paper_report.Collected(spec, "finished", {"schemes": entries})
+
+
+def test_a_shorter_floor_is_weighed_as_mains_switches():
+    main = _summary_collected("main", "pixel6pro", ["original"], 10, {"original": {
+        "runs": 3, "response_ms": {"mean": 210.0}, "cold_launches": 10, "hot_launches": 90}})
+    floor_entry = {"runs": 1, "response_ms": {"mean": 501.5}, "anon_growth_peak_mbps": 95.0,
+                   "switch_kinds": {"cold": {"switches": 10, "mean_ms": 1000.0},
+                                    "hot": {"switches": 10, "mean_ms": 3.0}}}
+    floor = _summary_collected("floor", "pixel6pro-roomy", ["original"], 2,
+                               {"original": floor_entry})
+    collected = {"main": main, "floor": floor}
+    # 10 cold launches at 1,000 ms and main's other 90 switches at 3 ms
+    assert paper_report.floor_response_ms(collected) == pytest.approx((10_000 + 270) / 100)
+    fs = paper_report._floor_summary(collected)
+    assert fs["best_response_ratio"] == pytest.approx(102.7 / 210.0)
+    assert fs["demand_mbps"] == 95.0
+    # a floor of main's rounds is taken as it is
+    same = _summary_collected("floor", "pixel6pro-roomy", ["original"], 10,
+                              {"original": floor_entry})
+    assert paper_report.floor_response_ms({"main": main, "floor": same}) == 501.5
+    # a floor without hot switches gives no figure rather than a wrong one
+    del floor_entry["switch_kinds"]["hot"]
+    assert paper_report.floor_response_ms(collected) is None
+    assert paper_report._floor_summary({"main": main}) is None
+
+
+def test_the_unit_sweep_takes_its_default_point_from_delta(tmp_path):
+    p = paper.plan(tmp_path / "out")
+    entry = {"runs": 1, "reclaim_mbps": {"peak": 70.0}}
+    collected = {
+        "delta": _summary_collected("delta", "pixel6pro", p.campaign("delta").schemes, 2,
+                                    {"pmr": entry}),
+        "unit-pixel6pro": paper_report.Collected(p.campaign("unit-pixel6pro"), "finished",
+                                                 {"schemes": {}})}
+    points = paper_report.unit_points(p, collected)["pixel6pro"]
+    assert [(v, s) for v, s, _ in points] == [
+        (64.0, "pmr@pmr_unmap_unit_kbytes=64"), (1024.0, "pmr@pmr_unmap_unit_kbytes=1024"),
+        (16384.0, paper_report.DELTA_PMR)]
+    assert points[-1][2] is entry
+    rows = paper_report.delta_rows(p, collected)
+    assert [(k, s) for k, _, s, _ in rows][1] == (3, "pmr") and rows[1][3] is entry
+
+
 def test_throughput_shortfall_names_how_fast_the_apps_demand_memory():
     schemes = {"pmr": {"reclaim_mbps": {"peak": 82.0}},
                "original": {"reclaim_mbps": {"peak": 125.0}}}
     lines = shortfall.evidence("peak_throughput", "pmr", "original", schemes, demand_mbps=104.0)
     assert ("the apps' fastest second of anonymous memory growth without memory pressure "
-            "(`floor`): 104 MB/s; peak reclaim: pmr 82.0 MB/s, original 125 MB/s") in lines
+            "(`floor`): 104 MB/s, 0.83 x original's peak; peak reclaim: pmr 82.0 MB/s, "
+            "original 125 MB/s") in lines
     assert not any("floor" in line for line in
                    shortfall.evidence("peak_throughput", "pmr", "original", schemes))
     schemes["original"]["kswapd_rounds"] = {"busiest_second_share": 0.63}
