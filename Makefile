@@ -86,11 +86,12 @@ unit-sweep: setup
 
 # The paper's whole evaluation (§3.2, §5) into one directory with one
 # report, PAPER_OUT/paper.md (`pmrtb paper`, harness/pmr_testbed/paper.py):
-# campaigns main, devices, delta (Fig. 15a) and unit-<profile> (Fig. 15b).
-# The time each takes on a 2-core TCG host is printed first:
+# campaigns main, devices, delta (Fig. 15a), unit-<profile> (Fig. 15b) and
+# floor (no memory pressure). The time each takes on a 2-core TCG host is
+# printed first:
 #   make paper           ~2 h: main at REPS (>= 3) x 10 rounds, every scheme;
 #                        devices 1 rep x 10 rounds; the sweeps 1 rep x 2
-#                        rounds at three points each
+#                        rounds at three points each; floor 1 rep x 2 rounds
 #   make paper-quick     ~20 min: 1 rep, 1 round per run, fewer schemes
 #   make paper-thorough  ~5.5 h: everything at REPS, every sweep point on
 #                        both profiles, and `floor`
