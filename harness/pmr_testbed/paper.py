@@ -111,6 +111,7 @@ class Mode:
     units_kb: tuple[int, ...]
     other_unit_sweep: bool        # unit-pixel5
     floor: bool
+    floor_reps: int | None = None     # None: as reps
     floor_rounds: int | None = None   # at most the scenario's; None: main's
 
 
@@ -124,7 +125,7 @@ MODES = {m.name: m for m in (
          main_rounds=None, main_schemes=None,
          device_reps=1, device_rounds=None, sweep_reps=1, sweep_rounds=2,
          delta_multiples=(1, 3, 5), units_kb=(64, 1024, 16384),
-         other_unit_sweep=False, floor=True, floor_rounds=2),
+         other_unit_sweep=False, floor=True, floor_reps=1, floor_rounds=2),
     Mode("thorough", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=None,
          main_rounds=None, main_schemes=None,
          device_reps=None, device_rounds=None, sweep_reps=None, sweep_rounds=4,
@@ -301,9 +302,9 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None,
     if m.floor:
         profiles.load(FLOOR_PROFILE)   # refuse a missing or bad file before anything runs
         floor_rounds = min(m.floor_rounds or main_rounds, scenario_rounds)
-        floor_reps = 1 if m.floor_rounds else reps
         campaigns.append(CampaignSpec("floor", "response time without memory pressure",
-                                      FLOOR_PROFILE, (BASELINE,), floor_reps, floor_rounds))
+                                      FLOOR_PROFILE, (BASELINE,), m.floor_reps or reps,
+                                      floor_rounds))
     # every scheme name must load (overrides included) before anything runs
     for c in campaigns:
         schemes.parse_list(",".join(c.schemes), other_profile if c.profile == OTHER_PROFILE

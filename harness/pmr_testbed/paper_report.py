@@ -463,30 +463,22 @@ MAIN_PMR = "pmr (main)"   # a sweep point taken from main's pmr runs (plan.reuse
 DELTA_PMR = "pmr (delta 3x)"   # the unit sweep's point taken from delta (plan.unit_from_delta)
 
 
-def _main_pmr(collected: dict[str, Collected]) -> dict | None:
-    entry = _main_schemes(collected).get("pmr")
-    return entry if entry and entry.get("runs") else None
-
-
-def _delta_pmr(collected: dict[str, Collected]) -> dict | None:
-    c = collected.get("delta")
-    entry = (c.summary or {}).get("schemes", {}).get(DEFAULT_PMR) if c else None
+def _measured(collected: dict[str, Collected], campaign: str, scheme: str) -> dict | None:
+    """`scheme`'s entry in `campaign`'s summary, if it has a run that counts."""
+    c = collected.get(campaign)
+    entry = (c.summary or {}).get("schemes", {}).get(scheme) if c else None
     return entry if entry and entry.get("runs") else None
 
 
 def delta_rows(p: PaperPlan, collected: dict[str, Collected]) -> list[tuple]:
     """(multiple, kB, scheme, entry or None) for each planned delta; with
     reuse_main, the kernel's default (3x) is main's pmr."""
-    c = collected.get("delta")
-    schemes = c.summary["schemes"] if c and c.summary else {}
     rows = []
     for d in p.delta:
         if p.reuse_main and d.multiple == DEFAULT_DELTA:
-            rows.append((d.multiple, d.kbytes, MAIN_PMR, _main_pmr(collected)))
+            rows.append((d.multiple, d.kbytes, MAIN_PMR, _measured(collected, "main", "pmr")))
         else:
-            entry = schemes.get(d.scheme)
-            rows.append((d.multiple, d.kbytes, d.scheme,
-                         entry if entry and entry.get("runs") else None))
+            rows.append((d.multiple, d.kbytes, d.scheme, _measured(collected, "delta", d.scheme)))
     return rows
 
 
@@ -525,16 +517,13 @@ def unit_points(p: PaperPlan, collected: dict[str, Collected]) -> dict[str, list
     for name, c in collected.items():
         if not name.startswith("unit-"):
             continue
-        schemes = c.summary["schemes"] if c.summary else {}
-        points = []
-        for scheme in c.spec.schemes:
-            value = float(dict(parse_name(scheme)[0].overrides)[UNIT_KEY])
-            entry = schemes.get(scheme)
-            points.append((value, scheme, entry if entry and entry["runs"] else None))
+        points = [(float(dict(parse_name(scheme)[0].overrides)[UNIT_KEY]), scheme,
+                   _measured(collected, name, scheme)) for scheme in c.spec.schemes]
         if p.reuse_main and c.spec.profile == MAIN_PROFILE:
-            points.append((float(p.main_unit_kb), MAIN_PMR, _main_pmr(collected)))
+            points.append((float(p.main_unit_kb), MAIN_PMR, _measured(collected, "main", "pmr")))
         elif p.unit_from_delta and c.spec.profile == MAIN_PROFILE:
-            points.append((float(p.main_unit_kb), DELTA_PMR, _delta_pmr(collected)))
+            points.append((float(p.main_unit_kb), DELTA_PMR,
+                           _measured(collected, "delta", DEFAULT_PMR)))
         out[c.spec.profile] = sorted(points, key=lambda pt: pt[0])
     return out
 
