@@ -1,6 +1,7 @@
 """`pmrtb probe`: the verdict protocol between a probe script and the host."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -151,3 +152,35 @@ def test_the_exit_status_reaches_the_shell(tmp_path, monkeypatch, status):
     with pytest.raises(SystemExit) as exc:
         cli.main()
     assert exc.value.code == cli.PROBE_EXIT[status]
+
+
+PAGED_OUT = probe.PROBES_DIR / "lib" / "paged_out.py"
+
+
+def test_paged_out_counts_the_memcgs_unmapped_anon_in_the_swap_cache(tmp_path):
+    from array import array
+    mmap, anon, swapcache, lru = 1 << 11, 1 << 12, 1 << 13, 1 << 5
+    memcg = tmp_path / "memcg"
+    memcg.mkdir()
+    mine = memcg.stat().st_ino
+    other = mine + 1
+    pages = [(mine, anon | swapcache | lru),            # paged out: counted
+             (mine, anon | swapcache | lru | mmap),     # mapped again
+             (mine, swapcache | lru),                   # swap readahead, not anon yet
+             (mine, anon | lru),                        # no slot
+             (other, anon | swapcache | lru),           # someone else's
+             (mine, anon | swapcache),                  # paged out: counted
+             # the inode's bytes across two entries, owned by no memcg
+             ((mine & 0xffffffff) << 32, anon | swapcache), (mine >> 32, 0)]
+    # More entries than one read, so that the chunks and the search meet
+    pages += [(0, 0)] * (1 << 17) + [(mine, anon | swapcache)]
+    (tmp_path / "cg").write_bytes(array("Q", [p[0] for p in pages]).tobytes())
+    (tmp_path / "flags").write_bytes(array("Q", [p[1] for p in pages]).tobytes())
+    res = subprocess.run([sys.executable, str(PAGED_OUT), str(memcg), str(tmp_path / "flags"),
+                          str(tmp_path / "cg")], capture_output=True, text=True, check=True)
+    assert int(res.stdout) == 3 * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_paged_out_wants_a_cgroup(tmp_path):
+    res = subprocess.run([sys.executable, str(PAGED_OUT)], capture_output=True, text=True)
+    assert res.returncode == 2 and "usage" in res.stderr
