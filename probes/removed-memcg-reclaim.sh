@@ -18,6 +18,11 @@
 #    reclaimed while the load runs; inconclusive if they are not and the
 #    load reclaimed little or, under pmr_mode 1 or 2, kshrinkd made no
 #    victims (the path under test did not run).
+#
+# Known gap (session 24): on a kernel without patch 14's offline check
+# this probe passes too. The load reclaims the dying memcg's cache in its
+# first seconds, before kshrinkd has made enough victims to cover
+# kswapd's goal, so the LRU scan runs whatever the check says.
 set -eu
 out=$1
 mode=${2:-2}
