@@ -5,11 +5,13 @@ a summary that matches the schema, and a console free of oops/BUG/WARNING;
 and for the PMR series: its KUnit suite passed at boot, under `pps`
 kshrinkd filled the victim list, reclaim took victims and the list stayed
 within its target, under `pps` and `pmr` every victim added was reclaimed,
-put back or is still listed (or held isolated by reclaim), and under `pmr` reclaim wrote victims back in batches
-larger than the classic path's SWAP_CLUSTER_MAX.
+put back or is still listed (or held isolated by reclaim), and under `pmr`
+reclaim wrote victims back in batches larger than the classic path's
+SWAP_CLUSTER_MAX.
 """
 
 import csv
+import functools
 import json
 import re
 import subprocess
@@ -38,7 +40,9 @@ def results(tmp_path_factory):
     return out
 
 
+@functools.cache
 def _vmstat_rows(run_dir: Path) -> list[dict]:
+    """A run's vmstat samples, read once for all the checks of a run."""
     with open(run_dir / "vmstat.csv") as fh:
         return list(csv.DictReader(fh))
 

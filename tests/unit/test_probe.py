@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+from array import array
 from pathlib import Path
 
 import pytest
@@ -158,7 +159,6 @@ PAGED_OUT = probe.PROBES_DIR / "lib" / "paged_out.py"
 
 
 def test_paged_out_counts_the_memcgs_unmapped_anon_in_the_swap_cache(tmp_path):
-    from array import array
     mmap, anon, swapcache, lru = 1 << 11, 1 << 12, 1 << 13, 1 << 5
     memcg = tmp_path / "memcg"
     memcg.mkdir()
