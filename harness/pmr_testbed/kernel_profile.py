@@ -10,6 +10,13 @@ running in (self) and was on the stack for (total). The CPU clock cannot
 interrupt code that runs with interrupts off: time under the LRU lock shows
 as the unlock's. Sampling slows the guest, so profiled runs explain a
 comparison, they do not belong in one.
+
+A thread's samples are also split by path: those with `take_victims` on the
+stack (reclaim writing back the victims kshrinkd prepared) and the rest
+(its own scan of the LRU lists, and everything else), each with the share
+of the thread's samples in the costly steps of reclaim (the reference
+check, unmapping, the page-out), so that a profile tells the victims'
+second reference check from the LRU scan's first.
 """
 
 from __future__ import annotations
@@ -28,6 +35,11 @@ REPORT = "perf-reclaim.txt"
 MAX_HZ = 1000
 # Below this share of a thread's samples, a function is left out.
 PERCENT_LIMIT = 0.5
+# The function whose presence on the stack puts a sample on the victims' path
+VICTIM_PATH = "take_victims"
+# The steps of reclaim whose share the split by path gives
+STEPS = {"reference check": "folio_referenced", "unmap": "try_to_unmap",
+         "page-out": "pageout"}
 
 
 def check(hz: int) -> None:
@@ -62,18 +74,33 @@ def _stacks(perf_data: Path, vmlinux: Path) -> Iterator[tuple[str, list[str]]]:
 
 
 def profile(perf_data: Path, vmlinux: Path) -> dict:
-    """Per reclaim thread: samples, and per function the samples it was
-    running in (self) and on the stack of (total)."""
+    """Per reclaim thread: samples, per function the samples it was running
+    in (self) and on the stack of (total), and per path (`victims` or
+    `rest`) its samples and those of each of STEPS on that path."""
     threads: dict[str, dict] = {}
     for comm, stack in _stacks(perf_data, vmlinux):
         if not comm.startswith(tuple(RECLAIM_THREADS)):
             continue
-        t = threads.setdefault(comm, {"samples": 0, "self": Counter(), "total": Counter()})
+        t = threads.setdefault(comm, {"samples": 0, "self": Counter(), "total": Counter(),
+                                      "paths": {"victims": Counter(), "rest": Counter()}})
         t["samples"] += 1
         if stack:
             t["self"][stack[0]] += 1
-        t["total"].update(set(stack))
+        on_stack = set(stack)
+        t["total"].update(on_stack)
+        path = t["paths"]["victims" if VICTIM_PATH in on_stack else "rest"]
+        path["samples"] += 1
+        path.update(step for step, fn in STEPS.items() if fn in on_stack)
     return threads
+
+
+def _paths(paths: dict[str, Counter], samples: int) -> list[str]:
+    def pct(n: int) -> str:
+        return f"{100 * n / samples:5.1f}%"
+    names = {"victims": f"taking victims ({VICTIM_PATH})", "rest": "the rest"}
+    return [f"  {pct(c['samples'])}  {names[path]}: "
+            + ", ".join(f"{step} {pct(c[step]).strip()}" for step in STEPS)
+            for path, c in paths.items()]
 
 
 def _table(counts: Counter, samples: int) -> list[str]:
@@ -99,6 +126,8 @@ def report(run_dir: Path, vmlinux: Path) -> Path | None:
         parts += [f"{comm}: {t['samples']} samples",
                   "self (the function running):", *_table(t["self"], t["samples"]),
                   "total (the function or its callees running):",
-                  *_table(t["total"], t["samples"]), ""]
+                  *_table(t["total"], t["samples"]),
+                  "by path (share of all the thread's samples):",
+                  *_paths(t["paths"], t["samples"]), ""]
     out.write_text("\n".join(parts) + "\n" if parts else "no samples from the reclaim threads\n")
     return out

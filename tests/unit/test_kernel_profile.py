@@ -28,6 +28,26 @@ kswapd0    39
 \tffffffffab008 shrink_folio_list
 \tffffffffab009 kswapd
 
+kswapd0    39 
+\tffffffffab012 rmap_walk_anon
+\tffffffffab002 folio_referenced
+\tffffffffab008 shrink_folio_list
+\tffffffffab013 take_victims
+\tffffffffab009 kswapd
+
+kswapd0    39 
+\tffffffffab014 try_to_unmap_one
+\tffffffffab015 try_to_unmap
+\tffffffffab008 shrink_folio_list
+\tffffffffab013 take_victims
+\tffffffffab009 kswapd
+
+kswapd0    39 
+\tffffffffab002 folio_referenced
+\tffffffffab008 shrink_folio_list
+\tffffffffab016 shrink_lruvec
+\tffffffffab009 kswapd
+
 pmr-guest   120 
 \tffffffffab010 clear_page_erms
 
@@ -55,6 +75,7 @@ def test_profile_counts_self_and_total_per_reclaim_thread(perf_script, tmp_path)
     assert k["self"] == {"page_vma_mapped_walk": 1, "folio_referenced": 1}
     assert k["total"]["folio_referenced"] == 2 and k["total"]["kthread"] == 2
     assert prof["kswapd0"]["total"]["ktime_get"] == 1
+    assert prof["kswapd0"]["samples"] == 4
     assert "--vmlinux" in perf_script[0] and "/k/vmlinux" in perf_script[0]
 
 
@@ -62,7 +83,7 @@ def test_report_writes_shares_and_skips_runs_without_perf_data(perf_script, tmp_
     assert kernel_profile.report(tmp_path, Path("/k/vmlinux")) is None
     (tmp_path / kernel_profile.PERF_DATA).write_bytes(b"")
     text = kernel_profile.report(tmp_path, Path("/k/vmlinux")).read_text()
-    assert "kshrinkd0: 2 samples" in text and "kswapd0: 1 samples" in text
+    assert "kshrinkd0: 2 samples" in text and "kswapd0: 4 samples" in text
     assert " 50.0%  page_vma_mapped_walk" in text and "100.0%  folio_referenced" in text
 
 
@@ -90,3 +111,17 @@ def test_a_failing_perf_script_is_reported_not_raised(tmp_path, monkeypatch):
     (tmp_path / kernel_profile.PERF_DATA).write_bytes(b"")
     text = kernel_profile.report(tmp_path, Path("/k/vmlinux")).read_text()
     assert text.startswith("perf script failed (status 1)") and "truncated" in text
+
+
+def test_profile_splits_the_steps_of_reclaim_by_path(perf_script, tmp_path):
+    """A reference check with take_victims on the stack is the victims'; the
+    one under the LRU scan is not."""
+    paths = kernel_profile.profile(tmp_path / "perf.data", Path("/k/vmlinux"))["kswapd0"]["paths"]
+    assert paths["victims"] == {"samples": 2, "reference check": 1, "unmap": 1}
+    assert paths["rest"] == {"samples": 2, "reference check": 1}
+    (tmp_path / kernel_profile.PERF_DATA).write_bytes(b"")
+    text = kernel_profile.report(tmp_path, Path("/k/vmlinux")).read_text()
+    assert ("  50.0%  taking victims (take_victims): reference check 25.0%, unmap 25.0%, "
+            "page-out 0.0%") in text
+    assert "  50.0%  the rest: reference check 25.0%, unmap 0.0%, page-out 0.0%" in text
+    assert "100.0%  the rest: reference check 100.0%" in text            # kshrinkd0
