@@ -1,0 +1,78 @@
+#!/bin/sh
+# Under cgroup v1 with memory+swap accounting (as Android mounts memcg at
+# /dev/memcg), does a memcg that reaches its memsw limit take its file
+# victims, reclaim there being unable to swap?
+#
+#   pmrtb probe v1-memsw-file-victims [MODE]     (vm.pmr_mode, default 2)
+#
+# 1. The memory controller is mounted as cgroup v1 (inconclusive if cgroup
+#    v2 holds it, or if the kernel has no swap accounting); cgroup `app`
+#    gets memory.limit_in_bytes and memory.memsw.limit_in_bytes of 192 MB
+#    both, and, with PMR off, reads a 96 MB file once into its page cache;
+# 2. vm.pmr_victim_target_kbytes=65536, then vm.pmr_mode=MODE: kshrinkd
+#    fills the victim lists, and the probe waits for 16 MB of victims in
+#    `app` (inconclusive if not within 30 s: pmr_mode 0 makes none);
+# 3. `app` allocates 150 MB of anon. Memory and memory+swap hit their
+#    limits together, and try_charge_memcg() reclaims without swapping
+#    when memsw is the counter at its limit (swapping would not lower
+#    it): reclaim of `app` may take only file pages, its file victims
+#    first (patch 4's skip_victim()). Passed when the anon is all charged
+#    (memory.stat rss reaches 140 MB), no OOM kill happened in `app` and
+#    8 MB or more of its victims were taken; failed otherwise.
+set -eu
+out=$1
+mode=${2:-2}
+. "$(dirname "$0")/lib/guest.sh"
+v1=/run/memcg
+# v1stat KEY: one field of `app`'s v1 memory.stat, in bytes or a count
+v1stat() { awk -v k="$1" '$1 == k { print $2 }' "$v1/app/memory.stat"; }
+# oom_kills: the OOM kills in `app` (memory.oom_control)
+oom_kills() { awk '$1 == "oom_kill" { print $2 }' "$v1/app/memory.oom_control"; }
+
+setup_disks
+set_pmr_mode 0
+mkdir -p "$v1"
+mount -t cgroup -o memory memory "$v1" 2>/dev/null ||
+	verdict 2 "the memory controller could not be mounted as cgroup v1 (cgroup v2 holds it?)"
+[ -e "$v1/memory.memsw.limit_in_bytes" ] ||
+	verdict 2 "no memory.memsw.limit_in_bytes: the kernel does not account swap"
+mkdir "$v1/app"
+echo $((192 << 20)) >"$v1/app/memory.limit_in_bytes"
+echo $((192 << 20)) >"$v1/app/memory.memsw.limit_in_bytes"
+make_file
+sh -c "echo \$\$ >$v1/app/cgroup.procs; exec cat /run/data/f >/dev/null"
+log "app: cache $(v1stat cache), limits $(cat $v1/app/memory.limit_in_bytes) / $(cat $v1/app/memory.memsw.limit_in_bytes)"
+
+echo 65536 >/proc/sys/vm/pmr_victim_target_kbytes
+set_pmr_mode "$mode"
+t=0
+while [ "$(v1stat victim)" -lt $((16 << 20)) ]; do
+	[ "$t" -lt 300 ] ||
+		verdict 2 "kshrinkd made $(v1stat victim) bytes of victims in app in 30 s, not 16 MB"
+	sleep 0.1
+	t=$((t + 1))
+done
+victims=$(v1stat victim)
+reclaimed0=$(vmstat pmr_victim_reclaimed)
+log "app: victims $victims, cache $(v1stat cache)"
+
+sh -c "echo \$\$ >$v1/app/cgroup.procs; cd /tmp; exec stress-ng --vm 1 --vm-bytes 150m \
+       --vm-method write64 --vm-hang 0 --timeout 60s --quiet" &
+load=$!
+t=0
+while [ "$(v1stat rss)" -lt $((140 << 20)) ] && [ "$(oom_kills)" -eq 0 ] && [ "$t" -lt 300 ]; do
+	sleep 0.1
+	t=$((t + 1))
+done
+rss=$(v1stat rss)
+kills=$(oom_kills)
+left=$(v1stat victim)
+stop_load
+taken=$((victims - left))
+log "app: rss $rss, cache $(v1stat cache), victims $left ($taken taken), OOM kills $kills, swap $(v1stat swap)"
+log "pmr_victim_reclaimed +$(($(vmstat pmr_victim_reclaimed) - reclaimed0)), failcnt memsw $(cat $v1/app/memory.memsw.failcnt)"
+[ "$kills" -eq 0 ] || verdict 1 "the OOM killer ran in app ($kills kills) with $left bytes of victims left"
+[ "$rss" -ge $((140 << 20)) ] || verdict 1 "app's anon stopped at $rss bytes in 30 s"
+[ "$taken" -ge $((8 << 20)) ] ||
+	verdict 1 "reclaim at the memsw limit took $taken bytes of app's $victims of victims"
+verdict 0 "at its memsw limit, app's reclaim took $taken bytes of its victims and charged $rss of anon"
