@@ -12,7 +12,7 @@ SCHEMES ?= original,mglru,pps,pmr
 OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
 
 .PHONY: setup main test unit-test integration-test kernel debug-kernel smoke reliability \
-	pmr-reliability pmr-faults pmr-debug unit-sweep paper paper-quick paper-thorough
+	pmr-reliability pmr-faults pmr-debug debug-probes unit-sweep paper paper-quick paper-thorough
 
 setup:
 	./scripts/setup.sh
@@ -49,8 +49,11 @@ reliability: setup
 # refused) on the testbed kernel, starting from pmr (mode 2); pmr-faults
 # runs pmr on a swap device that runs full and on one that fails writes;
 # pmr-debug runs, on the debug kernel (LOCKDEP, DEBUG_VM, DEBUG_LIST,
-# KASAN), `smoke` under pps and pmr and the toggling run with 2 x RAM
-# swapped (KASAN under TCG is slow).
+# KASAN), `smoke` under pps and pmr, the toggling run with 2 x RAM
+# swapped (KASAN under TCG is slow) and DEBUG_PROBES. swap-cached-victims
+# is not among them: on that kernel most of the paged-out anon it finds is
+# not victims (README, "Probes").
+DEBUG_PROBES = removed-memcg-reclaim file-victims-without-swap v1-memsw-file-victims
 PMR_TOGGLE = --toggle /proc/sys/vm/pmr_mode=0,1,2,3 --toggle-refused 3 --toggles 100
 STAMP := $(shell date +%Y%m%d-%H%M%S)
 
@@ -68,6 +71,13 @@ pmr-debug: setup
 		--out results/debug-smoke-$(STAMP)
 	$(PMRTB) reliability --profile pixel5 --scheme pmr --flavour debug $(PMR_TOGGLE) \
 		--swap-factor 2 $(RELIABILITY_ARGS)
+	$(MAKE) debug-probes
+
+debug-probes: setup
+	$(PMRTB) build-kernel --flavour debug
+	for p in $(DEBUG_PROBES); do \
+		$(PMRTB) probe $$p 2 --flavour debug --out results/debug-probe-$$p-$(STAMP) || exit 1; \
+	done
 
 # The unmap unit against reclaim throughput (paper Fig. 15b) on one
 # profile: `paper` with SWEEP_ROUNDS rounds, pmr at each unit in turn.
