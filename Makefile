@@ -71,13 +71,14 @@ pmr-debug: setup
 		--out results/debug-smoke-$(STAMP)
 	$(PMRTB) reliability --profile pixel5 --scheme pmr --flavour debug $(PMR_TOGGLE) \
 		--swap-factor 2 $(RELIABILITY_ARGS)
-	$(MAKE) debug-probes
+	$(MAKE) debug-probes STAMP=$(STAMP)
 
+# Every probe of DEBUG_PROBES runs; the target fails if any did not pass.
 debug-probes: setup
 	$(PMRTB) build-kernel --flavour debug
-	for p in $(DEBUG_PROBES); do \
-		$(PMRTB) probe $$p 2 --flavour debug --out results/debug-probe-$$p-$(STAMP) || exit 1; \
-	done
+	rc=0; for p in $(DEBUG_PROBES); do \
+		$(PMRTB) probe $$p 2 --flavour debug --out results/debug-probe-$$p-$(STAMP) || rc=1; \
+	done; exit $$rc
 
 # The unmap unit against reclaim throughput (paper Fig. 15b) on one
 # profile: `paper` with SWEEP_ROUNDS rounds, pmr at each unit in turn.

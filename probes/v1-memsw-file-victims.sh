@@ -18,7 +18,8 @@
 #    it): reclaim of `app` may take only file pages, its file victims
 #    first (patch 4's skip_victim()). Passed when the anon is all charged
 #    (memory.stat rss reaches 140 MB), no OOM kill happened in `app` and
-#    8 MB or more of its victims were taken; failed otherwise.
+#    reclaim freed 8 MB or more of victims (pmr_victim_reclaimed: no
+#    other reclaim runs, the guest has 512 MB); failed otherwise.
 set -eu
 out=$1
 mode=${2:-2}
@@ -41,7 +42,10 @@ echo $((192 << 20)) >"$v1/app/memory.limit_in_bytes"
 echo $((192 << 20)) >"$v1/app/memory.memsw.limit_in_bytes"
 make_file
 sh -c "echo \$\$ >$v1/app/cgroup.procs; exec cat /run/data/f >/dev/null"
-log "app: cache $(v1stat cache), limits $(cat $v1/app/memory.limit_in_bytes) / $(cat $v1/app/memory.memsw.limit_in_bytes)"
+need_keys "$v1/app/memory.stat" cache rss swap victim
+need_keys "$v1/app/memory.oom_control" oom_kill
+need_keys /proc/vmstat pmr_victim_reclaimed pgscan_kswapd
+log "app: cache $(v1stat cache), limits $(cat "$v1/app/memory.limit_in_bytes") / $(cat "$v1/app/memory.memsw.limit_in_bytes")"
 
 echo 65536 >/proc/sys/vm/pmr_victim_target_kbytes
 set_pmr_mode "$mode"
@@ -54,6 +58,7 @@ while [ "$(v1stat victim)" -lt $((16 << 20)) ]; do
 done
 victims=$(v1stat victim)
 reclaimed0=$(vmstat pmr_victim_reclaimed)
+kswapd0=$(vmstat pgscan_kswapd)
 log "app: victims $victims, cache $(v1stat cache)"
 
 sh -c "echo \$\$ >$v1/app/cgroup.procs; cd /tmp; exec stress-ng --vm 1 --vm-bytes 150m \
@@ -68,11 +73,12 @@ rss=$(v1stat rss)
 kills=$(oom_kills)
 left=$(v1stat victim)
 stop_load
-taken=$((victims - left))
-log "app: rss $rss, cache $(v1stat cache), victims $left ($taken taken), OOM kills $kills, swap $(v1stat swap)"
-log "pmr_victim_reclaimed +$(($(vmstat pmr_victim_reclaimed) - reclaimed0)), failcnt memsw $(cat $v1/app/memory.memsw.failcnt)"
+reclaimed=$((($(vmstat pmr_victim_reclaimed) - reclaimed0) * 4096))
+log "app: rss $rss, cache $(v1stat cache), victims $left (of $victims), OOM kills $kills, swap $(v1stat swap)"
+log "victims reclaimed $reclaimed bytes, memsw failcnt $(cat "$v1/app/memory.memsw.failcnt")," \
+    "pgscan_kswapd +$(($(vmstat pgscan_kswapd) - kswapd0))"
 [ "$kills" -eq 0 ] || verdict 1 "the OOM killer ran in app ($kills kills) with $left bytes of victims left"
 [ "$rss" -ge $((140 << 20)) ] || verdict 1 "app's anon stopped at $rss bytes in 30 s"
-[ "$taken" -ge $((8 << 20)) ] ||
-	verdict 1 "reclaim at the memsw limit took $taken bytes of app's $victims of victims"
-verdict 0 "at its memsw limit, app's reclaim took $taken bytes of its victims and charged $rss of anon"
+[ "$reclaimed" -ge $((8 << 20)) ] ||
+	verdict 1 "reclaim at the memsw limit freed $reclaimed bytes of victims, with $left bytes of them in app"
+verdict 0 "at its memsw limit, app's reclaim freed $reclaimed bytes of victims and charged $rss of anon"

@@ -35,7 +35,9 @@ REPORT = "perf-reclaim.txt"
 MAX_HZ = 1000
 # Below this share of a thread's samples, a function is left out.
 PERCENT_LIMIT = 0.5
-# The function whose presence on the stack puts a sample on the victims' path
+# The function whose presence on the stack puts a sample on the victims'
+# path. A static function of mm/vmscan.c: were the compiler to inline it,
+# the victims' path would show 0% and its samples would count as the rest.
 VICTIM_PATH = "take_victims"
 # The steps of reclaim whose share the split by path gives
 STEPS = {"reference check": "folio_referenced", "unmap": "try_to_unmap",
@@ -76,13 +78,14 @@ def _stacks(perf_data: Path, vmlinux: Path) -> Iterator[tuple[str, list[str]]]:
 def profile(perf_data: Path, vmlinux: Path) -> dict:
     """Per reclaim thread: samples, per function the samples it was running
     in (self) and on the stack of (total), and per path (`victims` or
-    `rest`) its samples and those of each of STEPS on that path."""
+    `rest`) its samples and, in `steps`, those of each of STEPS on it."""
     threads: dict[str, dict] = {}
     for comm, stack in _stacks(perf_data, vmlinux):
         if not comm.startswith(tuple(RECLAIM_THREADS)):
             continue
         t = threads.setdefault(comm, {"samples": 0, "self": Counter(), "total": Counter(),
-                                      "paths": {"victims": Counter(), "rest": Counter()}})
+                                      "paths": {p: {"samples": 0, "steps": Counter()}
+                                                for p in ("victims", "rest")}})
         t["samples"] += 1
         if stack:
             t["self"][stack[0]] += 1
@@ -90,16 +93,16 @@ def profile(perf_data: Path, vmlinux: Path) -> dict:
         t["total"].update(on_stack)
         path = t["paths"]["victims" if VICTIM_PATH in on_stack else "rest"]
         path["samples"] += 1
-        path.update(step for step, fn in STEPS.items() if fn in on_stack)
+        path["steps"].update(step for step, fn in STEPS.items() if fn in on_stack)
     return threads
 
 
-def _paths(paths: dict[str, Counter], samples: int) -> list[str]:
+def _paths(paths: dict[str, dict], samples: int) -> list[str]:
     def pct(n: int) -> str:
         return f"{100 * n / samples:5.1f}%"
     names = {"victims": f"taking victims ({VICTIM_PATH})", "rest": "the rest"}
     return [f"  {pct(c['samples'])}  {names[path]}: "
-            + ", ".join(f"{step} {pct(c[step]).strip()}" for step in STEPS)
+            + ", ".join(f"{step} {pct(c['steps'][step]).strip()}" for step in STEPS)
             for path, c in paths.items()]
 
 

@@ -51,6 +51,19 @@ setup_probe() {
 	echo +memory >"$cg/cgroup.subtree_control"
 }
 
+# need_keys FILE KEY...: an inconclusive verdict unless the flat-keyed
+# FILE (a memory.stat, /proc/vmstat) has every KEY. A probe checks the keys
+# it reads first: an empty value would end a `while [ ... -lt ... ]` wait
+# as if its condition were met.
+need_keys() {
+	f=$1
+	shift
+	for k in "$@"; do
+		awk -v k="$k" '$1 == k { found = 1 } END { exit !found }' "$f" ||
+			verdict 2 "$f has no $k: this kernel does not count what the probe reads"
+	done
+}
+
 # memstat CGROUP KEY: one field of CGROUP's memory.stat, in bytes or pages.
 memstat() { awk -v k="$2" '$1 == k { print $2 }' "$cg/$1/memory.stat"; }
 

@@ -117,8 +117,8 @@ def test_profile_splits_the_steps_of_reclaim_by_path(perf_script, tmp_path):
     """A reference check with take_victims on the stack is the victims'; the
     one under the LRU scan is not."""
     paths = kernel_profile.profile(tmp_path / "perf.data", Path("/k/vmlinux"))["kswapd0"]["paths"]
-    assert paths["victims"] == {"samples": 2, "reference check": 1, "unmap": 1}
-    assert paths["rest"] == {"samples": 2, "reference check": 1}
+    assert paths["victims"] == {"samples": 2, "steps": {"reference check": 1, "unmap": 1}}
+    assert paths["rest"] == {"samples": 2, "steps": {"reference check": 1}}
     (tmp_path / kernel_profile.PERF_DATA).write_bytes(b"")
     text = kernel_profile.report(tmp_path, Path("/k/vmlinux")).read_text()
     assert ("  50.0%  taking victims (take_victims): reference check 25.0%, unmap 25.0%, "
