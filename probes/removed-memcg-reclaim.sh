@@ -73,22 +73,15 @@ global0=$(global_scans)
 added0=$(vmstat pmr_victim_added)
 echo 65536 >/proc/sys/vm/pmr_victim_target_kbytes
 set_pmr_mode "$mode"
-# wait_victims BYTES SECONDS: until `parent` holds BYTES of victims
-wait_victims() {
-	ticks=0
-	while [ "$(memstat parent victim)" -lt "$1" ]; do
-		[ "$ticks" -lt $(($2 * 10)) ] || return 1
-		sleep 0.1
-		ticks=$((ticks + 1))
-	done
-}
-wait_victims $((16 << 20)) 30 ||
+# has_victims BYTES: whether `parent` holds BYTES of victims
+has_victims() { [ "$(memstat parent victim)" -ge "$1" ]; }
+wait_for 30 has_victims $((16 << 20)) ||
 	verdict 2 "kshrinkd made $(memstat parent victim) bytes of victims under parent in 30 s, not 16 MB ($(($(vmstat pmr_victim_added) - added0)) added)"
 log "victims under parent: $(memstat parent victim) (kshrinkd added $(($(vmstat pmr_victim_added) - added0)))"
 
 calls=0
 while [ "$calls" -lt 24 ]; do
-	wait_victims $((4 << 20)) 10 ||
+	wait_for 10 has_victims $((4 << 20)) ||
 		verdict 2 "after $calls calls, kshrinkd left $(memstat parent victim) bytes of victims under parent, not 4 MB"
 	echo 2M >"$cg/parent/memory.reclaim" 2>/dev/null || true
 	calls=$((calls + 1))

@@ -26,9 +26,13 @@ mode=${2:-2}
 . "$(dirname "$0")/lib/guest.sh"
 v1=/run/memcg
 # v1stat KEY: one field of `app`'s v1 memory.stat, in bytes or a count
-v1stat() { awk -v k="$1" '$1 == k { print $2 }' "$v1/app/memory.stat"; }
+v1stat() { keyval "$v1/app/memory.stat" "$1"; }
 # oom_kills: the OOM kills in `app` (memory.oom_control)
-oom_kills() { awk '$1 == "oom_kill" { print $2 }' "$v1/app/memory.oom_control"; }
+oom_kills() { keyval "$v1/app/memory.oom_control" oom_kill; }
+# has_victims: whether `app` holds 16 MB of victims
+has_victims() { [ "$(v1stat victim)" -ge $((16 << 20)) ]; }
+# charged_or_killed: whether `app` has 140 MB of anon or an OOM kill
+charged_or_killed() { [ "$(v1stat rss)" -ge $((140 << 20)) ] || [ "$(oom_kills)" -ne 0 ]; }
 
 setup_disks
 set_pmr_mode 0
@@ -49,13 +53,8 @@ log "app: cache $(v1stat cache), limits $(cat "$v1/app/memory.limit_in_bytes") /
 
 echo 65536 >/proc/sys/vm/pmr_victim_target_kbytes
 set_pmr_mode "$mode"
-t=0
-while [ "$(v1stat victim)" -lt $((16 << 20)) ]; do
-	[ "$t" -lt 300 ] ||
-		verdict 2 "kshrinkd made $(v1stat victim) bytes of victims in app in 30 s, not 16 MB"
-	sleep 0.1
-	t=$((t + 1))
-done
+wait_for 30 has_victims ||
+	verdict 2 "kshrinkd made $(v1stat victim) bytes of victims in app in 30 s, not 16 MB"
 victims=$(v1stat victim)
 reclaimed0=$(vmstat pmr_victim_reclaimed)
 kswapd0=$(vmstat pgscan_kswapd)
@@ -64,11 +63,7 @@ log "app: victims $victims, cache $(v1stat cache)"
 sh -c "echo \$\$ >$v1/app/cgroup.procs; cd /tmp; exec stress-ng --vm 1 --vm-bytes 150m \
        --vm-method write64 --vm-hang 0 --timeout 60s --quiet" &
 load=$!
-t=0
-while [ "$(v1stat rss)" -lt $((140 << 20)) ] && [ "$(oom_kills)" -eq 0 ] && [ "$t" -lt 300 ]; do
-	sleep 0.1
-	t=$((t + 1))
-done
+wait_for 30 charged_or_killed || true
 rss=$(v1stat rss)
 kills=$(oom_kills)
 left=$(v1stat victim)

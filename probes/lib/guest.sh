@@ -53,8 +53,8 @@ setup_probe() {
 
 # need_keys FILE KEY...: an inconclusive verdict unless the flat-keyed
 # FILE (a memory.stat, /proc/vmstat) has every KEY. A probe checks the keys
-# it reads first: an empty value would end a `while [ ... -lt ... ]` wait
-# as if its condition were met.
+# it reads first: with an empty value every comparison fails, and a wait
+# would time out as if the kernel were only slow.
 need_keys() {
 	f=$1
 	shift
@@ -64,14 +64,30 @@ need_keys() {
 	done
 }
 
+# keyval FILE KEY: the value of KEY in the flat-keyed FILE ("key value"
+# lines: memory.stat, cgroup.stat, /proc/vmstat), empty if it has none.
+keyval() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+
 # memstat CGROUP KEY: one field of CGROUP's memory.stat, in bytes or pages.
-memstat() { awk -v k="$2" '$1 == k { print $2 }' "$cg/$1/memory.stat"; }
+memstat() { keyval "$cg/$1/memory.stat" "$2"; }
 
 # cgstat CGROUP KEY: one field of CGROUP's cgroup.stat.
-cgstat() { awk -v k="$2" '$1 == k { print $2 }' "$cg/$1/cgroup.stat"; }
+cgstat() { keyval "$cg/$1/cgroup.stat" "$2"; }
 
 # vmstat KEY: one counter of /proc/vmstat.
-vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+vmstat() { keyval /proc/vmstat "$1"; }
+
+# wait_for SECONDS COMMAND [ARG...]: run COMMAND every 0.1 s until it
+# succeeds (status 0) or SECONDS have passed (status 1).
+wait_for() {
+	ticks=$(($1 * 10))
+	shift
+	until "$@"; do
+		[ "$ticks" -gt 0 ] || return 1
+		sleep 0.1
+		ticks=$((ticks - 1))
+	done
+}
 
 # A 96 MB file of random data on the data disk, not in the page cache.
 make_file() {
