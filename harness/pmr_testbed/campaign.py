@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import guest, guest_setup, kernel, kernel_profile, paths, profiles, scenarios, schemes, spec
-from . import swap_bandwidth
+from . import swap_bandwidth, trace
 from .errors import GuestError, UserError
 
 
@@ -49,6 +49,7 @@ class CampaignRequest:
     swap_bandwidth: bool = True  # end with the fio boot (swap_bandwidth.py)
     perf_hz: int = 0  # perf in the guest at this rate (kernel_profile.py); 0: off
     resume: bool = False  # keep the runs a cut-off campaign in `out` recorded
+    trace_events: tuple[str, ...] = ()  # recorded beside the default ones (trace.py)
 
 
 class SetupChanged(UserError):
@@ -58,7 +59,7 @@ class SetupChanged(UserError):
 # what must match for a cut-off campaign's runs to be kept: everything in
 # campaign.json but the runs themselves and the fio measurement that ends it
 SETUP_KEYS = ("scenario", "rounds", "profile", "schemes", "reps", "seed", "dilation", "qemu",
-              "guest", "kernel")
+              "guest", "kernel", "extra_trace_events")
 
 
 def _data_disk_mb(guest_spec: dict) -> int:
@@ -92,6 +93,7 @@ def plan(req: CampaignRequest) -> Plan:
     if req.reps < 1:
         raise UserError(f"--reps must be at least 1, got {req.reps}")
     kernel_profile.check(req.perf_hz)
+    trace.run_trace_events(req.trace_events)
     guest_setup.check_host(profile)
     if not req.resume and req.out.exists() and any(req.out.iterdir()):
         raise UserError(f"results directory {req.out} is not empty: pick a new --out")
@@ -117,6 +119,8 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
         "kernel": {**image.as_dict(), "boot_args": kernel.BOOT_ARGS[req.flavour]},
         "runs": [],
     }
+    if req.trace_events:   # absent otherwise, as in campaigns from before the option
+        campaign["extra_trace_events"] = list(req.trace_events)
     earlier = earlier_runs(req.out, campaign) if req.resume else {}
     _write_json(req.out / "campaign.json", campaign)
     for rep in range(1, req.reps + 1):
@@ -215,7 +219,8 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
     slowdown = kernel.SLOWDOWN[req.flavour]
     guest_spec = spec.build(run_id=run_id, out_dir=run_dir, seed=req.seed, scenario=scenario,
                             profile=profile, scheme=scheme,
-                            work_iters_per_ms=dil.host_work_iters_per_ms, slowdown=slowdown)
+                            work_iters_per_ms=dil.host_work_iters_per_ms, slowdown=slowdown,
+                            extra_trace_events=req.trace_events)
     _write_json(run_dir / "spec.json", guest_spec)
     disks = disk_dir(req.out, run_id)
     swap = guest_setup.swap_disk(profile, limits, disks)

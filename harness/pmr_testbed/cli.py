@@ -58,13 +58,20 @@ def run(
     resume: bool = typer.Option(False, help="continue a cut-off campaign in --out: keep the runs "
                                            "its campaign.json recorded, run the rest (same "
                                            "options, same machine setup)"),
+    trace_event: list[str] = typer.Option([], "--trace-event",
+                                          help="also record this tracepoint (GROUP/NAME, e.g. "
+                                               "vmscan/mm_vmscan_lru_isolate) in each run's "
+                                               "trace.txt; repeatable. Busy events slow the "
+                                               "guest: they explain a comparison, they do not "
+                                               "belong in one"),
 ) -> None:
     """Run a scenario on a profile for each scheme, then write summary.json and the report."""
     if resume and out is None:
         raise UserError("--resume needs --out: the results directory of the campaign to continue")
     out = out or paths.RESULTS_DIR / f"{scenario}-{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
     req = campaign.CampaignRequest(scenario, profile, schemes, reps, seed, out, flavour, rounds,
-                                   perf_hz=perf_hz, resume=resume)
+                                   perf_hz=perf_hz, resume=resume,
+                                   trace_events=tuple(trace_event))
     plan = campaign.plan(req)
     with _runs_progress(reps * len(plan.schemes)) as (progress, _):
         result = campaign.run(plan, progress)

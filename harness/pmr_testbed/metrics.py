@@ -159,6 +159,7 @@ class RunMetrics:
     kswapd_rounds: dict | None = None
     kswapd_round_list: list[KswapdRound] = field(default_factory=list)
     trace_overrun: int | None = None
+    trace_missing: list[str] = field(default_factory=list)   # events the kernel lacks
     missing: list[str] = field(default_factory=list)
 
     @property
@@ -232,6 +233,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         kswapd_rounds=round_figures(rounds),
         kswapd_round_list=rounds,
         trace_overrun=trace.overrun if trace else None,
+        trace_missing=trace.missing if trace else [],
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
     )
 

@@ -6,12 +6,13 @@ guest runtime does no scaling of its own (docs/guest-interface.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from .profiles import Profile
 from .scenarios import App, Scenario
 from .schemes import Scheme
-from .trace import TRACE_EVENTS
+from .trace import run_trace_events
 
 SWAP_SERIAL = "pmrswap"
 DATA_SERIAL = "pmrdata"
@@ -62,8 +63,10 @@ def footprint_mb(spec: dict) -> int:
 
 
 def build(*, run_id: str, out_dir: Path, seed: int, scenario: Scenario, profile: Profile,
-          scheme: Scheme, work_iters_per_ms: float, slowdown: int = 1) -> dict:
-    """spec.json for one run; `slowdown` stretches the deadline (debug kernel)."""
+          scheme: Scheme, work_iters_per_ms: float, slowdown: int = 1,
+          extra_trace_events: Sequence[str] = ()) -> dict:
+    """spec.json for one run; `slowdown` stretches the deadline (debug kernel),
+    `extra_trace_events` are recorded beside the default ones (trace.py)."""
     return {
         "run_id": run_id,
         "seed": seed,
@@ -77,7 +80,7 @@ def build(*, run_id: str, out_dir: Path, seed: int, scenario: Scenario, profile:
         "data_disk": {"serial": DATA_SERIAL},
         "lmkd": dict(LMKD_DEFAULTS),
         "metrics": {"interval_ms": 100, "reclaim_threads": RECLAIM_THREADS,
-                    "trace_events": TRACE_EVENTS},
+                    "trace_events": run_trace_events(extra_trace_events)},
         "scenario": {
             "name": scenario.name,
             "rounds": scenario.rounds,

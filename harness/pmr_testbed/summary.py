@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -222,7 +223,11 @@ def scheme_ratios(entry: dict, base_entry: dict, runs: list[Run], base_runs: lis
     return ratios
 
 
-def run_warnings(ok: dict[str, list[Run]], failed: list[dict], reps: int) -> list[str]:
+def run_warnings(ok: dict[str, list[Run]], failed: list[dict], reps: int,
+                 extra_trace_events: Sequence[str] = ()) -> list[str]:
+    """What the report warns of: schemes short of runs, runs short of files or
+    of trace events, among them the events `pmrtb run --trace-event` asked
+    for that the kernel lacks."""
     warnings = []
     for scheme, runs in ok.items():
         n_failed = sum(1 for f in failed if f["scheme"] == scheme)
@@ -236,6 +241,9 @@ def run_warnings(ok: dict[str, list[Run]], failed: list[dict], reps: int) -> lis
             if r.metrics.trace_overrun:
                 warnings.append(f"{scheme} rep {r.rep}: the trace lost {r.metrics.trace_overrun}"
                                 " events (ring buffer overrun)")
+            if lacking := [e for e in extra_trace_events if e in r.metrics.trace_missing]:
+                warnings.append(f"{scheme} rep {r.rep}: the kernel has no {', '.join(lacking)}"
+                                " (--trace-event): not recorded")
     return warnings
 
 
@@ -260,7 +268,8 @@ def summarize(campaign: dict, ok: dict[str, list[Run]], failed: list[dict]) -> d
         "schemes": schemes,
         "failed_runs": failed,
         "ratios": ratios,
-        "warnings": run_warnings(ok, failed, campaign["reps"]),
+        "warnings": run_warnings(ok, failed, campaign["reps"],
+                                 campaign.get("extra_trace_events", [])),
     }
 
 

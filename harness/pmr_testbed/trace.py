@@ -15,8 +15,11 @@ workload started, with their `key=value` fields as ints where they parse.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .errors import UserError
 
 # Spec default: the series' own tracepoints and kswapd's rounds. Cheap: a few
 # events per reclaim round, none when reclaim is idle. `writeback_time` (one
@@ -34,6 +37,22 @@ TRACE_EVENTS = [
     "vmscan/mm_vmscan_writeback_time",
     "vmscan/mm_vmscan_pmr_batch",
 ]
+
+# `pmrtb run --trace-event GROUP/NAME`: a tracepoint as named under
+# /sys/kernel/tracing/events
+_EVENT_NAME = re.compile(r"^[a-z0-9_]+/[a-z0-9_]+$")
+
+
+def run_trace_events(extra: Sequence[str] = ()) -> list[str]:
+    """The events a run records: the default ones, then `extra` (those
+    that `pmrtb run --trace-event` adds) not among them. Raises UserError
+    on a name that is not GROUP/NAME."""
+    for name in extra:
+        if not _EVENT_NAME.match(name):
+            raise UserError(f"--trace-event {name!r}: give a tracepoint as GROUP/NAME, as under "
+                            "/sys/kernel/tracing/events, e.g. vmscan/mm_vmscan_lru_isolate")
+    return TRACE_EVENTS + [e for e in dict.fromkeys(extra) if e not in TRACE_EVENTS]
+
 
 _EVENT = re.compile(r"^\s*(?P<task>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+\S*\s*"
                     r"(?P<ts>\d+\.\d+):\s+(?P<name>\w+):\s?(?P<rest>.*)$")

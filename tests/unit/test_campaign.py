@@ -44,13 +44,15 @@ def fake_guest(monkeypatch):
     return state
 
 
-def _request(out, resume=False):
+def _request(out, resume=False, trace_events=()):
     return campaign.CampaignRequest("smoke", "pixel5", "original,pmr", 2, 1, out,
-                                    swap_bandwidth=False, resume=resume)
+                                    swap_bandwidth=False, resume=resume,
+                                    trace_events=trace_events)
 
 
-def _run(out, resume=False):
-    return campaign.run(campaign.plan(_request(out, resume)), lambda msg, done: None)
+def _run(out, resume=False, trace_events=()):
+    return campaign.run(campaign.plan(_request(out, resume, trace_events)),
+                        lambda msg, done: None)
 
 
 def test_a_cut_off_campaign_keeps_its_runs_and_runs_the_others(tmp_path, fake_guest):
@@ -114,3 +116,25 @@ def test_a_failed_run_is_run_again_and_its_attempt_kept(tmp_path, fake_guest):
     fake_guest.fail_at = None
     _run(out, resume=True)
     assert (out / "runs" / "original-r1.failed-2" / "console.log").exists()
+
+
+def test_extra_trace_events_are_recorded_and_part_of_the_setup(tmp_path, fake_guest):
+    out = tmp_path / "c"
+    assert "extra_trace_events" not in _run(tmp_path / "plain")
+    fake_guest.cut_at = "pmr-r1"
+    with pytest.raises(CutOff):
+        _run(out, trace_events=("vmscan/mm_vmscan_lru_isolate",))
+    recorded = json.loads((out / "campaign.json").read_text())
+    assert recorded["extra_trace_events"] == ["vmscan/mm_vmscan_lru_isolate"]
+    fake_guest.cut_at = None
+    # runs traced otherwise are not continued: their trace.txt would differ
+    with pytest.raises(campaign.SetupChanged, match="another extra_trace_events than"):
+        _run(out, resume=True)
+    result = _run(out, resume=True, trace_events=("vmscan/mm_vmscan_lru_isolate",))
+    assert [r["status"] for r in result["runs"]] == ["ok"] * 4
+
+
+def test_a_bad_trace_event_is_refused_before_anything_runs(tmp_path, fake_guest):
+    with pytest.raises(UserError, match="give a tracepoint as GROUP/NAME"):
+        campaign.plan(_request(tmp_path / "c", trace_events=("mm_vmscan_lru_isolate",)))
+    assert fake_guest.ran == [] and not (tmp_path / "c").exists()

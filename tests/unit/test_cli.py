@@ -31,6 +31,8 @@ def pmrtb(*args, cwd=ROOT):
      "scheme pmr has no knob 'nope'"),
     (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr", "--perf-hz", "5000"],
      "--perf-hz must be 0 (off) to 1000"),
+    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr", "--trace-event",
+      "mm_vmscan_lru_isolate"], "--trace-event 'mm_vmscan_lru_isolate': give a tracepoint as"),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, args, message):
     out = tmp_path / "out"

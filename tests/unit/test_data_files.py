@@ -224,6 +224,11 @@ def test_spec_scales_sizes_and_lists_every_app(tmp_path):
     slow = spec.build(run_id="x", out_dir=tmp_path, seed=7, scenario=scen, profile=prof,
                       scheme=sch, work_iters_per_ms=1000.0, slowdown=6)
     assert slow["deadline_s"] == 6 * scen.deadline_s
+    traced = spec.build(run_id="x", out_dir=tmp_path, seed=7, scenario=scen, profile=prof,
+                        scheme=sch, work_iters_per_ms=1000.0,
+                        extra_trace_events=("vmscan/mm_vmscan_lru_isolate",))
+    assert traced["metrics"]["trace_events"] == (s["metrics"]["trace_events"]
+                                                 + ["vmscan/mm_vmscan_lru_isolate"])
 
 
 def test_run_dir_names_are_safe_for_virtme_rwdir():

@@ -2,7 +2,8 @@
 
 import pytest
 
-from pmr_testbed.trace import TRACE_EVENTS, kshrinkd_rounds, parse_trace
+from pmr_testbed.errors import UserError
+from pmr_testbed.trace import TRACE_EVENTS, kshrinkd_rounds, parse_trace, run_trace_events
 
 TRACE = """\
 # start_mono_s=100.500000
@@ -88,3 +89,19 @@ def test_a_kernel_without_part2_lists_its_events_as_missing():
     assert trace.missing == ["vmscan/mm_vmscan_writeback_time", "vmscan/mm_vmscan_pmr_batch"]
     assert trace.named("mm_vmscan_writeback_time") == []
     assert len(trace.named("mm_vmscan_kshrinkd_round")) == 1
+
+
+def test_extra_events_follow_the_default_ones_once():
+    assert run_trace_events() == TRACE_EVENTS
+    extra = ["vmscan/mm_vmscan_lru_isolate", "vmscan/mm_vmscan_kswapd_round",
+             "vmscan/mm_vmscan_lru_isolate", "block/block_rq_issue"]
+    assert run_trace_events(extra) == TRACE_EVENTS + ["vmscan/mm_vmscan_lru_isolate",
+                                                      "block/block_rq_issue"]
+    assert TRACE_EVENTS[-1] == "vmscan/mm_vmscan_pmr_batch"   # the default list is not changed
+
+
+@pytest.mark.parametrize("name", ["mm_vmscan_lru_isolate", "vmscan/", "vmscan/lru isolate",
+                                  "../vmscan/x", "vmscan/x/enable", ""])
+def test_extra_events_must_be_group_slash_name(name):
+    with pytest.raises(UserError, match="GROUP/NAME"):
+        run_trace_events([name])
