@@ -14,7 +14,12 @@ schemes do; this is what each run's figures say about it:
 - `file_refaults_per_s`: `workingset_refault_file` per second from the last
   kill (the workload start without kills) to the end of the run;
 - `swap_free_mb_min`: the least SwapFree over the same window, from
-  meminfo.csv; None for a run without that file (runtimes before it).
+  meminfo.csv; None for a run without that file (runtimes before it);
+- `swap_full_s`: how long swap was full over the same window: the time
+  from each meminfo.csv sample with SwapFree under 1% of SwapTotal to the
+  next. Every run may touch 0 at some point; the time tells the runs that
+  settled with swap full, where reclaim can only take file pages, from
+  those that did not. None without meminfo.csv.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ def settled_state(kills: list[dict], vmstat: Table, meminfo: Table | None) -> di
             if span_s > 0 else None)
     return {"last_kill_s": None if last_kill_ms is None else last_kill_ms / 1000,
             "file_refaults_per_s": None if rate is None else float(rate),
-            "swap_free_mb_min": swap_free_min_mb(meminfo, since_ms)}
+            "swap_free_mb_min": swap_free_min_mb(meminfo, since_ms),
+            "swap_full_s": swap_full_s(meminfo, since_ms)}
 
 
 def swap_free_min_mb(meminfo: Table | None, since_ms: float) -> float | None:
@@ -51,3 +57,18 @@ def swap_free_min_mb(meminfo: Table | None, since_ms: float) -> float | None:
     t, free = header.index("t_ms"), header.index("swap_free_kb")
     after = [float(r[free]) for r in rows if float(r[t]) >= since_ms]
     return min(after) / 1024 if after else None   # kB -> MB (2**20 bytes)
+
+
+# Swap counts as full under this share of it free
+SWAP_FULL_SHARE = 0.01
+
+
+def swap_full_s(meminfo: Table | None, since_ms: float) -> float | None:
+    if meminfo is None:
+        return None
+    header, rows = meminfo
+    t, free, total = (header.index(k) for k in ("t_ms", "swap_free_kb", "swap_total_kb"))
+    full_ms = sum(float(b[t]) - float(a[t]) for a, b in zip(rows, rows[1:])
+                  if float(a[t]) >= since_ms
+                  and float(a[free]) < SWAP_FULL_SHARE * float(a[total]))
+    return full_ms / 1000

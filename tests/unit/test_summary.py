@@ -229,7 +229,8 @@ def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
     assert rows[0]["settled.last_kill_s"] == pytest.approx(6.0)
     assert set(rows[0]) == {"rep", "kills", "memory_stall_s.some", "settled.last_kill_s",
                             "settled.file_refaults_per_s", "settled.swap_free_mb_min",
-                            "lru_balance.file_activated_share", "response_ms.mean", "allocstall", "reclaim_cpu_total",
+                            "settled.swap_full_s", "lru_balance.file_activated_share",
+                            "response_ms.mean", "allocstall", "reclaim_cpu_total",
                             "reclaim_cpu_us_per_page"}
     broken = copy.deepcopy(s)
     broken["schemes"]["original"]["by_rep"].pop()
