@@ -60,6 +60,8 @@ class SetupChanged(UserError):
 # campaign.json but the runs themselves and the fio measurement that ends it
 SETUP_KEYS = ("scenario", "rounds", "profile", "schemes", "reps", "seed", "dilation", "qemu",
               "guest", "kernel", "extra_trace_events")
+# how the errors name those that are options rather than the machine's setup
+SETUP_NAMES = {"extra_trace_events": "set of --trace-event events"}
 
 
 def _data_disk_mb(guest_spec: dict) -> int:
@@ -93,7 +95,7 @@ def plan(req: CampaignRequest) -> Plan:
     if req.reps < 1:
         raise UserError(f"--reps must be at least 1, got {req.reps}")
     kernel_profile.check(req.perf_hz)
-    trace.run_trace_events(req.trace_events)
+    trace.extra_trace_events(req.trace_events)
     guest_setup.check_host(profile)
     if not req.resume and req.out.exists() and any(req.out.iterdir()):
         raise UserError(f"results directory {req.out} is not empty: pick a new --out")
@@ -119,8 +121,9 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
         "kernel": {**image.as_dict(), "boot_args": kernel.BOOT_ARGS[req.flavour]},
         "runs": [],
     }
-    if req.trace_events:   # absent otherwise, as in campaigns from before the option
-        campaign["extra_trace_events"] = list(req.trace_events)
+    if extra := trace.extra_trace_events(req.trace_events):
+        # absent otherwise, as in campaigns from before the option
+        campaign["extra_trace_events"] = extra
     earlier = earlier_runs(req.out, campaign) if req.resume else {}
     _write_json(req.out / "campaign.json", campaign)
     for rep in range(1, req.reps + 1):
@@ -176,10 +179,11 @@ def earlier_runs(out: Path, setup: dict) -> dict[tuple[str, int], dict]:
     except json.JSONDecodeError as exc:
         raise SetupChanged(f"{out / 'campaign.json'} is not JSON ({exc})") from exc
     now = json.loads(json.dumps(setup))   # tuples as lists, as campaign.json has them
-    differs = [key for key in SETUP_KEYS if recorded.get(key) != now.get(key)]
+    differs = [SETUP_NAMES.get(key, key) for key in SETUP_KEYS
+               if recorded.get(key) != now.get(key)]
     if differs:
-        raise SetupChanged(f"{out} was run with another {', '.join(differs)} than this "
-                           "machine's now: its runs cannot be continued")
+        raise SetupChanged(f"{out} was run with another {', '.join(differs)} than now: its "
+                           "runs cannot be continued; run the campaign in a new --out")
     return {(r["scheme"], r["rep"]): r for r in recorded.get("runs", [])}
 
 

@@ -58,7 +58,7 @@ def run(
     resume: bool = typer.Option(False, help="continue a cut-off campaign in --out: keep the runs "
                                            "its campaign.json recorded, run the rest (same "
                                            "options, same machine setup)"),
-    trace_event: list[str] = typer.Option([], "--trace-event",
+    trace_event: list[str] = typer.Option([],
                                           help="also record this tracepoint (GROUP/NAME, e.g. "
                                                "vmscan/mm_vmscan_lru_isolate) in each run's "
                                                "trace.txt; repeatable. Busy events slow the "

@@ -39,19 +39,25 @@ TRACE_EVENTS = [
 ]
 
 # `pmrtb run --trace-event GROUP/NAME`: a tracepoint as named under
-# /sys/kernel/tracing/events
-_EVENT_NAME = re.compile(r"^[a-z0-9_]+/[a-z0-9_]+$")
+# /sys/kernel/tracing/events (groups may have dashes: xhci-hcd)
+_EVENT_NAME = re.compile(r"[a-z0-9_-]+/[a-z0-9_]+")
+
+
+def extra_trace_events(names: Sequence[str]) -> list[str]:
+    """The events `pmrtb run --trace-event` asks for beyond the default
+    ones, once each and sorted, so that the same set is the same list
+    (campaign.json, --resume). Raises UserError on a name that is not
+    GROUP/NAME."""
+    for name in names:
+        if not _EVENT_NAME.fullmatch(name):
+            raise UserError(f"--trace-event {name!r}: give a tracepoint as GROUP/NAME, as under "
+                            "/sys/kernel/tracing/events, e.g. vmscan/mm_vmscan_lru_isolate")
+    return sorted(set(names) - set(TRACE_EVENTS))
 
 
 def run_trace_events(extra: Sequence[str] = ()) -> list[str]:
-    """The events a run records: the default ones, then `extra` (those
-    that `pmrtb run --trace-event` adds) not among them. Raises UserError
-    on a name that is not GROUP/NAME."""
-    for name in extra:
-        if not _EVENT_NAME.match(name):
-            raise UserError(f"--trace-event {name!r}: give a tracepoint as GROUP/NAME, as under "
-                            "/sys/kernel/tracing/events, e.g. vmscan/mm_vmscan_lru_isolate")
-    return TRACE_EVENTS + [e for e in dict.fromkeys(extra) if e not in TRACE_EVENTS]
+    """The events a run records: the default ones, then the extra ones."""
+    return TRACE_EVENTS + extra_trace_events(extra)
 
 
 _EVENT = re.compile(r"^\s*(?P<task>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+\S*\s*"

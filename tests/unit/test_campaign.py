@@ -128,10 +128,25 @@ def test_extra_trace_events_are_recorded_and_part_of_the_setup(tmp_path, fake_gu
     assert recorded["extra_trace_events"] == ["vmscan/mm_vmscan_lru_isolate"]
     fake_guest.cut_at = None
     # runs traced otherwise are not continued: their trace.txt would differ
-    with pytest.raises(campaign.SetupChanged, match="another extra_trace_events than"):
+    with pytest.raises(campaign.SetupChanged, match="another set of --trace-event events than"):
         _run(out, resume=True)
-    result = _run(out, resume=True, trace_events=("vmscan/mm_vmscan_lru_isolate",))
+    # the same set, however given: a default event and a duplicate change nothing
+    result = _run(out, resume=True, trace_events=("vmscan/mm_vmscan_lru_isolate",
+                                                  "vmscan/mm_vmscan_kswapd_round",
+                                                  "vmscan/mm_vmscan_lru_isolate"))
     assert [r["status"] for r in result["runs"]] == ["ok"] * 4
+    assert result["extra_trace_events"] == ["vmscan/mm_vmscan_lru_isolate"]
+
+
+def test_events_given_in_another_order_are_the_same_setup(tmp_path, fake_guest):
+    out = tmp_path / "c"
+    fake_guest.cut_at = "pmr-r1"
+    with pytest.raises(CutOff):
+        _run(out, trace_events=("vmscan/b", "vmscan/a"))
+    fake_guest.cut_at = None
+    result = _run(out, resume=True, trace_events=("vmscan/a", "vmscan/b"))
+    assert result["extra_trace_events"] == ["vmscan/a", "vmscan/b"]
+    assert fake_guest.ran == ["original-r1", "pmr-r1", "original-r2", "pmr-r2"]
 
 
 def test_a_bad_trace_event_is_refused_before_anything_runs(tmp_path, fake_guest):

@@ -3,7 +3,8 @@
 import pytest
 
 from pmr_testbed.errors import UserError
-from pmr_testbed.trace import TRACE_EVENTS, kshrinkd_rounds, parse_trace, run_trace_events
+from pmr_testbed.trace import TRACE_EVENTS, extra_trace_events, kshrinkd_rounds, parse_trace, \
+    run_trace_events
 
 TRACE = """\
 # start_mono_s=100.500000
@@ -91,17 +92,21 @@ def test_a_kernel_without_part2_lists_its_events_as_missing():
     assert len(trace.named("mm_vmscan_kshrinkd_round")) == 1
 
 
-def test_extra_events_follow_the_default_ones_once():
-    assert run_trace_events() == TRACE_EVENTS
+def test_extra_events_follow_the_default_ones_once_and_sorted():
+    defaults = list(TRACE_EVENTS)
+    assert run_trace_events() == defaults
     extra = ["vmscan/mm_vmscan_lru_isolate", "vmscan/mm_vmscan_kswapd_round",
-             "vmscan/mm_vmscan_lru_isolate", "block/block_rq_issue"]
-    assert run_trace_events(extra) == TRACE_EVENTS + ["vmscan/mm_vmscan_lru_isolate",
-                                                      "block/block_rq_issue"]
-    assert TRACE_EVENTS[-1] == "vmscan/mm_vmscan_pmr_batch"   # the default list is not changed
+             "vmscan/mm_vmscan_lru_isolate", "block/block_rq_issue", "xhci-hcd/xhci_urb_giveback"]
+    assert run_trace_events(extra) == defaults + ["block/block_rq_issue",
+                                                  "vmscan/mm_vmscan_lru_isolate",
+                                                  "xhci-hcd/xhci_urb_giveback"]
+    assert extra_trace_events(["vmscan/mm_vmscan_kswapd_round"]) == []
+    assert TRACE_EVENTS == defaults   # the default list is not changed
 
 
 @pytest.mark.parametrize("name", ["mm_vmscan_lru_isolate", "vmscan/", "vmscan/lru isolate",
-                                  "../vmscan/x", "vmscan/x/enable", ""])
+                                  "../vmscan/x", "vmscan/x/enable", "", "vmscan/x\n",
+                                  "Vmscan/X"])
 def test_extra_events_must_be_group_slash_name(name):
     with pytest.raises(UserError, match="GROUP/NAME"):
         run_trace_events([name])
