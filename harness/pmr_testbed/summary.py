@@ -60,8 +60,7 @@ NESTED = ("switch_kinds", "settled", "lru_balance", "pmr", "writeback", "bulk", 
 # the figures `by_rep` lists for each repetition of a scheme
 BY_REP = ("kills", "memory_stall_s.some", "settled.last_kill_s", "settled.file_refaults_per_s",
           "settled.swap_free_mb_min", "settled.swap_full_s", "lru_balance.file_activated_share",
-          "response_ms.mean",
-          "allocstall", "reclaim_cpu_total", "reclaim_cpu_us_per_page")
+          "response_ms.mean", "allocstall", "reclaim_cpu_total", "reclaim_cpu_us_per_page")
 # groups that every scheme with ok runs has, as an object or null
 OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds")
 TOP_LEVEL = ("scenario", "profile", "dilation", "kernel", "qemu", "guest", "reps", "seed",
