@@ -49,7 +49,9 @@ class CampaignRequest:
     swap_bandwidth: bool = True  # end with the fio boot (swap_bandwidth.py)
     perf_hz: int = 0  # perf in the guest at this rate (kernel_profile.py); 0: off
     resume: bool = False  # keep the runs a cut-off campaign in `out` recorded
-    trace_events: tuple[str, ...] = ()  # recorded beside the default ones (trace.py)
+    # recorded beside the default ones; plan() leaves them sorted, once each
+    # and without the default ones (trace.extra_trace_events())
+    trace_events: tuple[str, ...] = ()
 
 
 class SetupChanged(UserError):
@@ -95,7 +97,7 @@ def plan(req: CampaignRequest) -> Plan:
     if req.reps < 1:
         raise UserError(f"--reps must be at least 1, got {req.reps}")
     kernel_profile.check(req.perf_hz)
-    trace.extra_trace_events(req.trace_events)
+    req = dataclasses.replace(req, trace_events=tuple(trace.extra_trace_events(req.trace_events)))
     guest_setup.check_host(profile)
     if not req.resume and req.out.exists() and any(req.out.iterdir()):
         raise UserError(f"results directory {req.out} is not empty: pick a new --out")
@@ -121,9 +123,8 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
         "kernel": {**image.as_dict(), "boot_args": kernel.BOOT_ARGS[req.flavour]},
         "runs": [],
     }
-    if extra := trace.extra_trace_events(req.trace_events):
-        # absent otherwise, as in campaigns from before the option
-        campaign["extra_trace_events"] = extra
+    if req.trace_events:   # absent otherwise, as in campaigns from before the option
+        campaign["extra_trace_events"] = list(req.trace_events)
     earlier = earlier_runs(req.out, campaign) if req.resume else {}
     _write_json(req.out / "campaign.json", campaign)
     for rep in range(1, req.reps + 1):

@@ -59,7 +59,7 @@ need_keys() {
 	f=$1
 	shift
 	for k in "$@"; do
-		awk -v k="$k" '$1 == k { found = 1 } END { exit !found }' "$f" ||
+		[ -n "$(keyval "$f" "$k")" ] ||
 			verdict 2 "$f has no $k: this kernel does not count what the probe reads"
 	done
 }
