@@ -1,10 +1,11 @@
-#!/usr/bin/env python3
 """Per run: how much kswapd looked through the victim lists while swap was
 full, from a trace that has `vmscan:mm_vmscan_lru_isolate` (not in the
 testbed's default events: `pmrtb run --trace-event vmscan/mm_vmscan_lru_isolate`)
-beside the default `mm_vmscan_kswapd_round`.
+beside the default `mm_vmscan_kswapd_round`. Reads the run with the
+harness (pmr_testbed: metrics.load_run, metrics.read_table, trace.read_trace),
+so run it with the project's venv:
 
-    victim_scans.py RUN_DIR...      # results/<campaign>/runs/<scheme>-r<n>
+    .venv/bin/python victim_scans.py RUN_DIR...   # results/<campaign>/runs/<scheme>-r<n>
 
 A kswapd round or an isolation of kswapd's from a victim list (lru=victim)
 counts as "swap full" when the last meminfo.csv sample before its event had
@@ -15,69 +16,49 @@ pages reclaimed per millisecond of those rounds.
 """
 
 import bisect
-import csv
 import json
-import re
 import sys
 from collections import Counter
 from pathlib import Path
 
+from pmr_testbed.metrics import load_run, read_table
+from pmr_testbed.trace import read_trace
+
 FULL_KB = 8192
-_EVENT = re.compile(r"^\s*(?P<task>.+?)-\d+\s+\[\d+\]\s+\S*\s*(?P<ts>\d+\.\d+):\s")
-
-
-def field(line: str, key: str) -> int:
-    return int(re.search(key + r"=(\d+)", line).group(1))
 
 
 def run_numbers(run: Path) -> dict:
-    with open(run / "meminfo.csv") as f:
-        meminfo = list(csv.DictReader(f))
-    with open(run / "vmstat.csv") as f:
-        vmstat = list(csv.DictReader(f))
-    with open(run / "trace.txt") as f:
-        trace = f.read().splitlines()
-    with open(run / "threads_cpu.json") as f:
-        cpu = json.load(f)
-    t_ms = [int(r["t_ms"]) for r in meminfo]
-    start = None
-    phase = {"full": Counter(), "free": Counter()}
+    metrics = load_run(run)
+    header, rows = read_table(run / "meminfo.csv")
+    t, free = header.index("t_ms"), header.index("swap_free_kb")
+    t_ms = [float(r[t]) for r in rows]
+    full = [float(r[free]) < FULL_KB for r in rows]
 
-    def swap_full(ts: float) -> bool:
-        i = max(0, bisect.bisect_right(t_ms, (ts - start) * 1000) - 1)
-        return int(meminfo[i]["swap_free_kb"]) < FULL_KB
+    def swap_full(t_s: float) -> bool:
+        return full[max(0, bisect.bisect_right(t_ms, t_s * 1000) - 1)]
 
-    for line in trace:
-        if line.startswith("# start_mono_s="):
-            start = float(line.split("=", 1)[1])
-            continue
-        m = _EVENT.match(line)
-        if line.startswith("#") or not m:
-            continue
-        if "mm_vmscan_kswapd_round:" in line:
-            c = phase["full" if swap_full(float(m["ts"])) else "free"]
+    phase = {True: Counter(), False: Counter()}
+    for e in read_trace(run / "trace.txt").events:
+        if e.name == "mm_vmscan_kswapd_round":
+            c = phase[swap_full(e.t_s)]
             c["rounds"] += 1
-            c["round_ms"] += field(line, "duration_ns") / 1e6
-            c["reclaimed"] += field(line, "nr_reclaimed")
-        elif ("mm_vmscan_lru_isolate:" in line and "lru=victim" in line
-              and m["task"].startswith("kswapd")):
-            c = phase["full" if swap_full(float(m["ts"])) else "free"]
+            c["round_ms"] += e.fields["duration_ns"] / 1e6
+            c["reclaimed"] += e.fields["nr_reclaimed"]
+        elif (e.name == "mm_vmscan_lru_isolate" and e.fields["lru"] == "victim"
+              and e.task.startswith("kswapd")):
+            c = phase[swap_full(e.t_s)]
             c["victim_isolations"] += 1
-            c["victims_looked_at"] += field(line, "nr_scanned")
-            c["victims_taken"] += field(line, "nr_taken")
+            c["victims_looked_at"] += e.fields["nr_scanned"]
+            c["victims_taken"] += e.fields["nr_taken"]
 
-    full_s = sum(int(b["t_ms"]) - int(a["t_ms"]) for a, b in zip(meminfo, meminfo[1:])
-                 if int(a["swap_free_kb"]) < FULL_KB) / 1000
-    first, last = vmstat[0], vmstat[-1]
-    steal = sum(int(last[k]) - int(first[k]) for k in ("pgsteal_kswapd", "pgsteal_direct"))
-    f = phase["full"]
+    f = phase[True]
     rounds = max(1, f["rounds"])
     return {
         "run": str(run),
-        "swap_full_s": full_s,
-        "reclaim_cpu_s": cpu,
-        "pages_reclaimed": steal,
-        "us_per_page": round(sum(cpu.values()) * 1e6 / steal, 1),
+        "swap_full_s": sum(b - a for a, b, is_full in zip(t_ms, t_ms[1:], full) if is_full) / 1000,
+        "reclaim_cpu_s": metrics.reclaim_cpu_s,
+        "pages_reclaimed": metrics.pgsteal_kswapd + metrics.pgsteal_direct,
+        "us_per_page": round(metrics.reclaim_cpu_us_per_page, 1),
         "swap_full": {
             "kswapd_rounds": f["rounds"],
             "isolations_per_round": round(f["victim_isolations"] / rounds, 1),
