@@ -23,33 +23,34 @@ mode=${2:-2}
 setup_probe "$mode"
 echo 0 >/proc/sys/vm/swappiness
 mkdir "$cg/files"
+need_victims "$cg/files/memory.stat"
 make_file
 sh -c "echo \$\$ >$cg/files/cgroup.procs; cat /run/data/f >/dev/null; cat /run/data/f >/dev/null"
 sh -c "echo \$\$ >$cg/files/cgroup.procs; exec sleep 600" &
 keeper=$!
-log "files before load: current $(cat $cg/files/memory.current) file $(memstat files file) victim $(memstat files victim)"
+log "files before load: current $(cat $cg/files/memory.current) file $(memstat files file) victim $(memvictims files)"
 
 start=$(date +%s)
 start_load 60
 victim=0
 while [ $(($(date +%s) - start)) -lt 60 ] && [ "$victim" -lt $((16 << 20)) ]; do
 	sleep 0.1
-	victim=$(memstat files victim)
+	victim=$(memvictims files)
 done
 stop_load
 sleep 1
 cur=$(cat $cg/files/memory.current)
-v0=$(memstat files victim)
+v0=$(memvictims files)
 ask=$((cur * 9 / 10))
 log "files after load: current $cur file $(memstat files file) victim $v0 (load ran $(($(date +%s) - start)) s)"
 [ "$v0" -gt $((cur - ask)) ] ||
 	verdict 2 "only $v0 bytes of victims: memory.reclaim $ask could succeed without them"
 
 if echo "$ask" >"$cg/files/memory.reclaim" 2>>"$out/guest.log"; then rc=0; else rc=1; fi
-v1=$(memstat files victim)
+v1=$(memvictims files)
 log "memory.reclaim $ask: $([ $rc -eq 0 ] && echo done || echo 'fell short (EAGAIN)')"
 log "files after reclaim: current $(cat $cg/files/memory.current) file $(memstat files file) victim $v1"
-log "vmstat: $(grep -E '^(pmr_victim_reclaimed|pmr_victim_putback|nr_victim) ' /proc/vmstat | tr '\n' ' ')"
+log "vmstat: $(grep -E '^(pmr_victim_reclaimed|pmr_victim_putback|nr_victim_anon|nr_victim_file) ' /proc/vmstat | tr '\n' ' ')"
 kill "$keeper" 2>/dev/null || true
 [ $rc -eq 0 ] && [ "$v1" -lt "$v0" ] ||
 	verdict 1 "memory.reclaim fell short with $v1 of $v0 bytes of victims left"

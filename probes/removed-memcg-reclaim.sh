@@ -60,7 +60,8 @@ sh -c "echo \$\$ >$cg/parent/gone/cgroup.procs; exec cat /run/data/f >/dev/null"
 rmdir "$cg/parent/gone"
 sh -c "echo \$\$ >$cg/parent/live/cgroup.procs; exec cat /run/data/g >/dev/null"
 settle
-need_keys "$cg/parent/memory.stat" file victim
+need_keys "$cg/parent/memory.stat" file
+need_victims "$cg/parent/memory.stat"
 need_keys /proc/vmstat pmr_victim_added pgscan_kswapd pgscan_direct
 dying=$(cgstat parent nr_dying_descendants)
 before=$(dying_file)
@@ -74,15 +75,15 @@ added0=$(vmstat pmr_victim_added)
 echo 65536 >/proc/sys/vm/pmr_victim_target_kbytes
 set_pmr_mode "$mode"
 # has_victims BYTES: whether `parent` holds BYTES of victims
-has_victims() { [ "$(memstat parent victim)" -ge "$1" ]; }
+has_victims() { [ "$(memvictims parent)" -ge "$1" ]; }
 wait_for 30 has_victims $((16 << 20)) ||
-	verdict 2 "kshrinkd made $(memstat parent victim) bytes of victims under parent in 30 s, not 16 MB ($(($(vmstat pmr_victim_added) - added0)) added)"
-log "victims under parent: $(memstat parent victim) (kshrinkd added $(($(vmstat pmr_victim_added) - added0)))"
+	verdict 2 "kshrinkd made $(memvictims parent) bytes of victims under parent in 30 s, not 16 MB ($(($(vmstat pmr_victim_added) - added0)) added)"
+log "victims under parent: $(memvictims parent) (kshrinkd added $(($(vmstat pmr_victim_added) - added0)))"
 
 calls=0
 while [ "$calls" -lt 24 ]; do
 	wait_for 10 has_victims $((4 << 20)) ||
-		verdict 2 "after $calls calls, kshrinkd left $(memstat parent victim) bytes of victims under parent, not 4 MB"
+		verdict 2 "after $calls calls, kshrinkd left $(memvictims parent) bytes of victims under parent, not 4 MB"
 	echo 2M >"$cg/parent/memory.reclaim" 2>/dev/null || true
 	calls=$((calls + 1))
 done
@@ -91,7 +92,7 @@ after=$(dying_file)
 freed=$((before - after))
 took=$((live0 - $(memstat parent/live file)))
 global=$(($(global_scans) - global0))
-log "after $calls calls: dying cache $after ($freed freed), live cache took $took, victims under parent $(memstat parent victim)"
+log "after $calls calls: dying cache $after ($freed freed), live cache took $took, victims under parent $(memvictims parent)"
 log "global reclaim: pages scanned $global"
 [ "$global" -eq 0 ] || verdict 2 "global reclaim ran ($global pages scanned): it may have taken the dying cache"
 [ "$took" -ge $((40 << 20)) ] ||

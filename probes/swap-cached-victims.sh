@@ -38,10 +38,11 @@ mode=${2:-2}
 # Bytes of cgroup $1's anon paged out (see the header)
 paged_out() { python3 "$(dirname "$0")/lib/paged_out.py" "$cg/$1"; }
 # Bytes of cgroup $1's anon victims
-anon_victims() { echo $(($(memstat "$1" victim) - $(memstat "$1" victim_file))); }
+anon_victims() { anon_victims_in "$cg/$1/memory.stat"; }
 
 setup_probe "$mode"
 mkdir "$cg/cold"
+need_victims "$cg/cold/memory.stat"
 sh -c "echo \$\$ >$cg/cold/cgroup.procs; cd /tmp; exec stress-ng --vm 1 --vm-bytes 160m \
        --vm-method write64 --vm-hang 0 --timeout 300s --quiet" &
 cold=$!

@@ -30,7 +30,7 @@ v1stat() { keyval "$v1/app/memory.stat" "$1"; }
 # oom_kills: the OOM kills in `app` (memory.oom_control)
 oom_kills() { keyval "$v1/app/memory.oom_control" oom_kill; }
 # has_victims: whether `app` holds 16 MB of victims
-has_victims() { [ "$(v1stat victim)" -ge $((16 << 20)) ]; }
+has_victims() { [ "$(victims_in "$v1/app/memory.stat")" -ge $((16 << 20)) ]; }
 # charged_or_killed: whether `app` has 140 MB of anon or an OOM kill
 charged_or_killed() { [ "$(v1stat rss)" -ge $((140 << 20)) ] || [ "$(oom_kills)" -ne 0 ]; }
 
@@ -46,7 +46,8 @@ echo $((192 << 20)) >"$v1/app/memory.limit_in_bytes"
 echo $((192 << 20)) >"$v1/app/memory.memsw.limit_in_bytes"
 make_file
 sh -c "echo \$\$ >$v1/app/cgroup.procs; exec cat /run/data/f >/dev/null"
-need_keys "$v1/app/memory.stat" cache rss swap victim
+need_keys "$v1/app/memory.stat" cache rss swap
+need_victims "$v1/app/memory.stat"
 need_keys "$v1/app/memory.oom_control" oom_kill
 need_keys /proc/vmstat pmr_victim_reclaimed pgscan_kswapd
 log "app: cache $(v1stat cache), limits $(cat "$v1/app/memory.limit_in_bytes") / $(cat "$v1/app/memory.memsw.limit_in_bytes")"
@@ -54,8 +55,8 @@ log "app: cache $(v1stat cache), limits $(cat "$v1/app/memory.limit_in_bytes") /
 echo 65536 >/proc/sys/vm/pmr_victim_target_kbytes
 set_pmr_mode "$mode"
 wait_for 30 has_victims ||
-	verdict 2 "kshrinkd made $(v1stat victim) bytes of victims in app in 30 s, not 16 MB"
-victims=$(v1stat victim)
+	verdict 2 "kshrinkd made $(victims_in "$v1/app/memory.stat") bytes of victims in app in 30 s, not 16 MB"
+victims=$(victims_in "$v1/app/memory.stat")
 reclaimed0=$(vmstat pmr_victim_reclaimed)
 kswapd0=$(vmstat pgscan_kswapd)
 log "app: victims $victims, cache $(v1stat cache)"
@@ -66,7 +67,7 @@ load=$!
 wait_for 30 charged_or_killed || true
 rss=$(v1stat rss)
 kills=$(oom_kills)
-left=$(v1stat victim)
+left=$(victims_in "$v1/app/memory.stat")
 stop_load
 reclaimed=$((($(vmstat pmr_victim_reclaimed) - reclaimed0) * 4096))
 log "app: rss $rss, cache $(v1stat cache), victims $left (of $victims), OOM kills $kills, swap $(v1stat swap)"

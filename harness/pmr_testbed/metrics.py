@@ -53,7 +53,7 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
 - `swap_write_kb`: the swap device's write-request size histogram in KiB and
   its request-weighted mean.
 - `pmr`: on a kernel with the PMR series, the deltas of its /proc/vmstat
-  event counters (`PMR_EVENTS`) and the victim list size (`nr_victim`, MB)
+  event counters (`PMR_EVENTS`) and the victim lists' size (`VICTIM_KEYS`, MB)
   over the run: mean, min, max, last; kshrinkd's rounds and the victim target
   it worked to (`target_mb`, from trace.txt, trace.py). None on a kernel
   without PMR. `victim_series_mb` is the list size over time, for the plot.
@@ -110,6 +110,10 @@ Table = tuple[list[str], list[list[str]]]
 VMSTAT_DELTAS = ("pgmajfault", "pswpout", "pswpin", "pgscan_kswapd", "pgscan_direct",
                  "pgsteal_kswapd", "pgsteal_direct", "pgsteal_anon")
 OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json", "meminfo.csv")
+# the victim lists' sizes in /proc/vmstat: one per type since patch 26 of the
+# series, one for both before
+VICTIM_KEYS = ("nr_victim_anon", "nr_victim_file")
+ONE_LIST_VICTIM_KEY = "nr_victim"
 PMR_EVENTS = ("kshrinkd_wake", "pgscan_kshrinkd", "pmr_victim_added", "pmr_victim_reclaimed",
               "pmr_victim_putback", *BULK_COUNTERS)
 
@@ -366,15 +370,27 @@ def vmstat_deltas(vmstat: Table, path: Path) -> dict[str, int]:
     return deltas
 
 
+def victim_pages(vmstat: Table) -> list[int] | None:
+    """Pages on the victim lists at each row of vmstat.csv's table, or None
+    on a kernel without PMR: `nr_victim` where the series had one list
+    (before its patch 26), else the sum of `VICTIM_KEYS`, one list per type."""
+    header, rows = vmstat
+    keys = [ONE_LIST_VICTIM_KEY] if ONE_LIST_VICTIM_KEY in header else list(VICTIM_KEYS)
+    if not all(k in header for k in keys):
+        return None
+    cols = [header.index(k) for k in keys]
+    return [sum(int(r[c]) for c in cols) for r in rows]
+
+
 def victim_series(vmstat: Table) -> tuple[list[float], list[float]]:
-    """The victim list's size over the run, from vmstat.csv's table: (s since
+    """The victim lists' size over the run, from vmstat.csv's table: (s since
     workload start, MB); empty on a kernel without PMR."""
     header, rows = vmstat
-    if "nr_victim" not in header:
+    pages = victim_pages(vmstat)
+    if pages is None:
         return [], []
-    t, n = header.index("t_ms"), header.index("nr_victim")
-    return ([int(r[t]) / 1000 for r in rows],
-            [int(r[n]) * PAGE_BYTES / MB for r in rows])
+    t = header.index("t_ms")
+    return [int(r[t]) / 1000 for r in rows], [n * PAGE_BYTES / MB for n in pages]
 
 
 def victim_targets(trace: Trace) -> tuple[list[float], list[float]]:
@@ -393,7 +409,7 @@ def pmr_figures(vmstat: Table, trace: Trace | None) -> dict | None:
     its round tracepoint; None if it never ran or the run was not
     traced)."""
     header, rows = vmstat
-    if "nr_victim" not in header:
+    if victim_pages(vmstat) is None:
         return None
     col = {k: header.index(k) for k in header}
     events = {k: int(rows[-1][col[k]]) - int(rows[0][col[k]]) for k in PMR_EVENTS if k in col}

@@ -71,6 +71,34 @@ keyval() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 # memstat CGROUP KEY: one field of CGROUP's memory.stat, in bytes or pages.
 memstat() { keyval "$cg/$1/memory.stat" "$2"; }
 
+# victims_in STATFILE: what a memory.stat (cgroup v1 or v2) has on PMR's
+# victim lists: victim_anon + victim_file, or `victim` on the series before
+# its patch 26 (one list for both types; probes run on such kernels with
+# --kernel). Empty if it counts no victims.
+victims_in() {
+	awk '$1 == "victim" { one = $2 }
+	     $1 == "victim_anon" || $1 == "victim_file" { n += $2; split_lists = 1 }
+	     END { if (one != "") print one; else if (split_lists) print n }' "$1"
+}
+
+# anon_victims_in STATFILE: the anon ones among them (victim_anon, or
+# victim - victim_file before patch 26); empty if it does not count them.
+anon_victims_in() {
+	awk '$1 == "victim" { one = $2 } $1 == "victim_file" { file = $2 }
+	     $1 == "victim_anon" { anon = $2 }
+	     END { if (anon != "") print anon; else if (one != "" && file != "") print one - file }' "$1"
+}
+
+# memvictims CGROUP: CGROUP's victims, in bytes.
+memvictims() { victims_in "$cg/$1/memory.stat"; }
+
+# need_victims STATFILE: an inconclusive verdict unless the memory.stat
+# counts victims (see need_keys).
+need_victims() {
+	[ -n "$(victims_in "$1")" ] ||
+		verdict 2 "$1 counts no victims: this kernel does not count what the probe reads"
+}
+
 # cgstat CGROUP KEY: one field of CGROUP's cgroup.stat.
 cgstat() { keyval "$cg/$1/cgroup.stat" "$2"; }
 

@@ -1,6 +1,6 @@
 //! Memory cgroups being born and dying under load: reading a cgroup's
 //! memory figures, killing everything in it (`cgroup.kill`) and removing it
-//! (rmdir), waiting for pages on PMR's victim list, and counting the dying
+//! (rmdir), waiting for pages on PMR's victim lists, and counting the dying
 //! memcgs the kernel still holds (`nr_dying_descendants` in the root's
 //! cgroup.stat: removed cgroups whose memory is not all freed yet), and
 //! counting a cgroup's OOM kills (memory.events).
@@ -68,14 +68,14 @@ pub fn dying_descendants(root: &Path) -> Result<u64> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VictimWait {
-    /// memory.stat has no `victim`: the kernel has no PMR.
+    /// memory.stat counts no victims: the kernel has no PMR.
     NoVictimList,
-    /// Bytes on the victim list when they were first seen.
+    /// Bytes on the victim lists when they were first seen.
     Seen(i64),
     NotSeen,
 }
 
-/// Wait at most `timeout` for the cgroup to have pages on the victim list.
+/// Wait at most `timeout` for the cgroup to have pages on the victim lists.
 pub fn wait_for_victims(cgroup: &Path, timeout: Duration) -> Result<VictimWait> {
     let end = Instant::now() + timeout;
     loop {
@@ -182,8 +182,16 @@ mod tests {
         let root = std::env::temp_dir().join(format!("pmr-cg-{}", std::process::id()));
         let a = root.join("pmr/reliability/0");
         fs::create_dir_all(&a).unwrap();
-        fs::write(root.join("memory.stat"), "anon 1\nvictim 0\n").unwrap();
-        fs::write(a.join("memory.stat"), "anon 1\nvictim 8192\n").unwrap();
+        fs::write(
+            root.join("memory.stat"),
+            "anon 1\nvictim_anon 0\nvictim_file 0\n",
+        )
+        .unwrap();
+        fs::write(
+            a.join("memory.stat"),
+            "anon 1\nvictim_anon 4096\nvictim_file 4096\n",
+        )
+        .unwrap();
         assert_eq!(
             cgroups_with_victims(&root).unwrap(),
             vec![(a.clone(), 8192)]

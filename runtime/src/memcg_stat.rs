@@ -9,8 +9,8 @@
 //! `anon + file` does not count and `swapcached` bounds. Pages isolated
 //! from the LRU for reclaim or migration, or waiting in a per-CPU batch,
 //! are charged but on no list; per-CPU counter batching blurs every figure
-//! a little. So, with `lru` the sum of the lists (and PMR's victim list
-//! when the kernel has one):
+//! a little. So, with `lru` the sum of the lists (and PMR's victim lists
+//! when the kernel has them):
 //!
 //! ```text
 //! -tolerance <= lru - (anon + file) <= swapcached + tolerance
@@ -22,7 +22,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// The LRU lists of 6.1's memory.stat; PMR adds `victim`.
+/// The LRU lists of 6.1's memory.stat; PMR adds its victim lists.
 pub const LRU_KEYS: [&str; 5] = [
     "inactive_anon",
     "active_anon",
@@ -30,7 +30,10 @@ pub const LRU_KEYS: [&str; 5] = [
     "active_file",
     "unevictable",
 ];
-pub const VICTIM_KEY: &str = "victim";
+/// PMR's victim lists: one per type since patch 26 of the series, one
+/// (`victim`, both types) before.
+pub const VICTIM_KEYS: [&str; 2] = ["victim_anon", "victim_file"];
+pub const ONE_LIST_VICTIM_KEY: &str = "victim";
 const TOLERANCE_FRACTION: f64 = 0.01;
 const TOLERANCE_MIN_BYTES: i64 = 4 << 20;
 
@@ -40,9 +43,12 @@ pub fn parse(text: &str) -> Result<MemoryStat> {
     Ok(parse_key_values(text)?.into_iter().collect())
 }
 
-/// Bytes on PMR's victim list, if the kernel has one.
+/// Bytes on PMR's victim lists, if the kernel has them.
 pub fn victim(stat: &MemoryStat) -> Option<i64> {
-    stat.get(VICTIM_KEY).copied()
+    if let Some(&v) = stat.get(ONE_LIST_VICTIM_KEY) {
+        return Some(v);
+    }
+    VICTIM_KEYS.iter().map(|k| stat.get(*k).copied()).sum()
 }
 
 /// The figures of one accounting check, in bytes.
@@ -159,6 +165,15 @@ mod tests {
         let lost = check(&stat(500 * MB, 0, [300 * MB, 100 * MB, 0, 0, 0], 0, None));
         assert!(!lost.ok, "100 MB charged but on no list");
         assert_eq!(lost.difference, -100 * MB);
+    }
+
+    #[test]
+    fn the_victim_lists_of_both_types_add_up() {
+        let text = stat(500 * MB, 0, [300 * MB, 100 * MB, 0, 0, 0], 0, None)
+            + "victim_anon 60000000\nvictim_file 40000000\n";
+        assert_eq!(victim(&parse(&text).unwrap()), Some(100_000_000));
+        let half = stat(500 * MB, 0, [0; 5], 0, None) + "victim_anon 1\n";
+        assert_eq!(victim(&parse(&half).unwrap()), None, "both lists or none");
     }
 
     #[test]

@@ -253,7 +253,10 @@ pub(crate) fn read_vmstat() -> Result<VmCounters> {
         match k.as_str() {
             "pswpout" => v.pswpout = n,
             "pswpin" => v.pswpin = n,
-            "nr_victim" => v.nr_victim = Some(n),
+            // one list before patch 26 of the series, one per type since
+            "nr_victim" | "nr_victim_anon" | "nr_victim_file" => {
+                v.nr_victim = Some(v.nr_victim.unwrap_or(0) + n)
+            }
             "oom_kill" => v.oom_kill = n,
             _ => {}
         }

@@ -284,7 +284,7 @@ impl Session<'_> {
             self.figures.insert("nr_victim_after".into(), Value::Null);
             self.checks.push(Check::skipped(
                 "victims_drained",
-                "the kernel has no victim list (no nr_victim in /proc/vmstat, no `victim` in memory.stat)",
+                "the kernel has no victim lists (no nr_victim* in /proc/vmstat, no victim* in memory.stat)",
             ));
             return Ok(());
         }
@@ -489,7 +489,7 @@ impl Session<'_> {
         let victims = match k.victims {
             VictimWait::NoVictimList => Check::skipped(
                 "memcg_kill_victims",
-                "the kernel has no victim list (no `victim` in memory.stat)",
+                "the kernel has no victim lists (no victim* in memory.stat)",
             ),
             VictimWait::NotSeen => Check::skipped(
                 "memcg_kill_victims",

@@ -207,6 +207,24 @@ def test_pmr_figures_only_on_a_pmr_kernel(tmp_path):
     assert victim_series(read_table(plain)) == ([], [])
 
 
+def test_victim_lists_of_both_types_add_up(tmp_path):
+    """One list per type since patch 26 of the series; runs of the kernels
+    before it (one list, nr_victim) read as they did."""
+    from pmr_testbed.metrics import pmr_figures, read_table, victim_pages
+    split = tmp_path / "split.csv"
+    split.write_text("t_ms,nr_victim_anon,nr_victim_file,pmr_victim_added\n"
+                     "0,200,56,1000\n100,0,512,1500\n")
+    assert victim_pages(read_table(split)) == [256, 512]
+    assert pmr_figures(read_table(split), None)["nr_victim_mb"]["max"] == 2.0
+    one = tmp_path / "one.csv"
+    one.write_text("t_ms,nr_victim,nr_victim_file\n0,256,56\n100,0,0\n")
+    assert victim_pages(read_table(one)) == [256, 0]
+    half = tmp_path / "half.csv"
+    half.write_text("t_ms,nr_victim_file\n0,56\n100,0\n")
+    assert victim_pages(read_table(half)) is None
+    assert pmr_figures(read_table(half), None) is None
+
+
 def test_writeback_and_bulk_figures_of_a_pmr_run(tmp_path):
     from fakerun import PMR_VMSTAT_KEYS, pmr_batch, trace_text, writeback_time
     trace = trace_text([writeback_time(1.0, 32, 64_000, 32, 320_000),

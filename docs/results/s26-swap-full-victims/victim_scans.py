@@ -7,12 +7,14 @@ so run it with the project's venv:
 
     .venv/bin/python victim_scans.py RUN_DIR...   # results/<campaign>/runs/<scheme>-r<n>
 
-A kswapd round or an isolation of kswapd's from a victim list (lru=victim)
-counts as "swap full" when the last meminfo.csv sample before its event had
-under 8 MB of swap free; a round's event is emitted at its end. Prints one
-JSON object per run; under "swap_full", per kswapd round with swap full:
-the isolations, the victims looked at but not taken, those taken, and the
-pages reclaimed per millisecond of those rounds.
+A kswapd round or an isolation of kswapd's from a victim list (lru=victim
+on the series up to its patch 25; victim_anon or victim_file, one list per
+type, from patch 26 on) counts as "swap full" when the last meminfo.csv
+sample before its event had under 8 MB of swap free; a round's event is
+emitted at its end. Prints one JSON object per run; under "swap_full",
+per kswapd round with swap full: the isolations, the victims looked at
+but not taken, those taken, and the pages reclaimed per millisecond of
+those rounds.
 """
 
 import bisect
@@ -25,6 +27,7 @@ from pmr_testbed.metrics import load_run, read_table
 from pmr_testbed.trace import read_trace
 
 FULL_KB = 8192
+VICTIM_LISTS = ("victim", "victim_anon", "victim_file")
 
 
 def run_numbers(run: Path) -> dict:
@@ -44,7 +47,7 @@ def run_numbers(run: Path) -> dict:
             c["rounds"] += 1
             c["round_ms"] += e.fields["duration_ns"] / 1e6
             c["reclaimed"] += e.fields["nr_reclaimed"]
-        elif (e.name == "mm_vmscan_lru_isolate" and e.fields["lru"] == "victim"
+        elif (e.name == "mm_vmscan_lru_isolate" and e.fields["lru"] in VICTIM_LISTS
               and e.task.startswith("kswapd")):
             c = phase[swap_full(e.t_s)]
             c["victim_isolations"] += 1
