@@ -45,10 +45,18 @@ pub fn parse(text: &str) -> Result<MemoryStat> {
 
 /// Bytes on PMR's victim lists, if the kernel has them.
 pub fn victim(stat: &MemoryStat) -> Option<i64> {
-    if let Some(&v) = stat.get(ONE_LIST_VICTIM_KEY) {
+    victim_total(stat, ONE_LIST_VICTIM_KEY, VICTIM_KEYS)
+}
+
+/// The victims of both types in a flat-keyed file (memory.stat,
+/// /proc/vmstat): `one_list` where the kernel has one list (it then also
+/// counts the file ones apart, which must not be added), else the sum of
+/// `per_type`; None unless the kernel counts them.
+pub fn victim_total(stat: &MemoryStat, one_list: &str, per_type: [&str; 2]) -> Option<i64> {
+    if let Some(&v) = stat.get(one_list) {
         return Some(v);
     }
-    VICTIM_KEYS.iter().map(|k| stat.get(*k).copied()).sum()
+    per_type.iter().map(|k| stat.get(*k).copied()).sum()
 }
 
 /// The figures of one accounting check, in bytes.
@@ -174,6 +182,12 @@ mod tests {
         assert_eq!(victim(&parse(&text).unwrap()), Some(100_000_000));
         let half = stat(500 * MB, 0, [0; 5], 0, None) + "victim_anon 1\n";
         assert_eq!(victim(&parse(&half).unwrap()), None, "both lists or none");
+        let one_list = stat(500 * MB, 0, [0; 5], 0, Some(100)) + "victim_file 30\n";
+        assert_eq!(
+            victim(&parse(&one_list).unwrap()),
+            Some(100),
+            "file ones counted once"
+        );
     }
 
     #[test]

@@ -48,6 +48,7 @@ use crate::control::Control;
 use crate::knob_toggler::{Progress, Toggler};
 use crate::kthread_sched;
 use crate::memcg_lifetime::{self, VictimWait};
+use crate::memcg_stat;
 use crate::pattern::{self, PAGE_SIZE};
 use crate::proc_files::parse_key_values;
 use crate::reliability_report::{self, Check, Report};
@@ -248,20 +249,21 @@ pub(crate) struct VmCounters {
 }
 
 pub(crate) fn read_vmstat() -> Result<VmCounters> {
-    let mut v = VmCounters::default();
-    for (k, n) in parse_key_values(&std::fs::read_to_string("/proc/vmstat")?)? {
-        match k.as_str() {
-            "pswpout" => v.pswpout = n,
-            "pswpin" => v.pswpin = n,
-            // one list before patch 26 of the series, one per type since
-            "nr_victim" | "nr_victim_anon" | "nr_victim_file" => {
-                v.nr_victim = Some(v.nr_victim.unwrap_or(0) + n)
-            }
-            "oom_kill" => v.oom_kill = n,
-            _ => {}
-        }
-    }
-    Ok(v)
+    let stat: memcg_stat::MemoryStat = parse_key_values(&std::fs::read_to_string("/proc/vmstat")?)?
+        .into_iter()
+        .collect();
+    let get = |k: &str| stat.get(k).copied().unwrap_or(0);
+    Ok(VmCounters {
+        pswpout: get("pswpout"),
+        pswpin: get("pswpin"),
+        // one list before patch 26 of the series, one per type since
+        nr_victim: memcg_stat::victim_total(
+            &stat,
+            "nr_victim",
+            ["nr_victim_anon", "nr_victim_file"],
+        ),
+        oom_kill: get("oom_kill"),
+    })
 }
 
 /// Why the swap does not suit the run, if it does not: it must hold the
