@@ -409,11 +409,12 @@ def pmr_figures(vmstat: Table, trace: Trace | None) -> dict | None:
     its round tracepoint; None if it never ran or the run was not
     traced)."""
     header, rows = vmstat
-    if victim_pages(vmstat) is None:
+    pages = victim_pages(vmstat)
+    if pages is None:
         return None
     col = {k: header.index(k) for k in header}
     events = {k: int(rows[-1][col[k]]) - int(rows[0][col[k]]) for k in PMR_EVENTS if k in col}
-    victim_mb = np.asarray(victim_series(vmstat)[1])
+    victim_mb = np.asarray(pages) * PAGE_BYTES / MB
     rounds = kshrinkd_rounds(trace) if trace else None
     return {**events, "nr_victim_mb": {"mean": float(victim_mb.mean()), "min": float(victim_mb.min()),
                                        "max": float(victim_mb.max()), "last": float(victim_mb[-1])},

@@ -27,7 +27,8 @@ VMSTAT_KEYS = [
 # The PMR series' /proc/vmstat entries (part 1, then part 2's bulk writeback),
 # appended after the stock ones as on a kernel with the series.
 PMR_VMSTAT_KEYS = [
-    "nr_victim_anon", "nr_victim_file", "pmr_victim_added", "pmr_victim_reclaimed", "pmr_victim_putback",
+    "nr_victim_anon", "nr_victim_file",
+    "pmr_victim_added", "pmr_victim_reclaimed", "pmr_victim_putback",
     "pgscan_kshrinkd", "kshrinkd_wake",
     "pmr_batch", "pmr_batch_pages", "pmr_batch_pageout", "pmr_batch_unmap_us",
 ]
