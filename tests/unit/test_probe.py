@@ -3,8 +3,10 @@
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from array import array
 from pathlib import Path
 
@@ -184,3 +186,65 @@ def test_paged_out_counts_the_memcgs_unmapped_anon_in_the_swap_cache(tmp_path):
 def test_paged_out_wants_a_cgroup(tmp_path):
     res = subprocess.run([sys.executable, str(PAGED_OUT)], capture_output=True, text=True)
     assert res.returncode == 2 and "usage" in res.stderr
+
+
+PAGE_STATES = probe.PROBES_DIR / "lib" / "page_states.py"
+
+
+def test_page_states_reads_the_areas_pagemap_entries(tmp_path):
+    present, swapped = 1 << 63, 1 << 62
+    # Pages 0-9 of a pagemap: the area is pages 4-8 (address 0x4000)
+    entries = [0] * 4 + [present | 1234, swapped | 77, 0, present, swapped] + [present]
+    (tmp_path / "pagemap").write_bytes(array("Q", entries).tobytes())
+    subprocess.run([sys.executable, str(PAGE_STATES), "save", str(tmp_path / "pagemap"),
+                    "4000", "5", str(tmp_path / "states")], check=True)
+    assert (tmp_path / "states").read_text() == "ps-ps"
+
+
+def test_page_states_counts_the_pages_paged_out_by_parity(tmp_path):
+    # page 0 and 4 (even) and 3 (odd) go; 6 was out already, 7 was never there
+    before, after = "pppppps-", "sppsspss"
+    (tmp_path / "before").write_text(before)
+    (tmp_path / "after").write_text(after)
+    res = subprocess.run([sys.executable, str(PAGE_STATES), "paged-out", str(tmp_path / "before"),
+                          str(tmp_path / "after")], capture_output=True, text=True, check=True)
+    assert res.stdout.split() == ["even", "2", "odd", "1"]
+
+
+def test_page_states_refuses_a_short_pagemap_and_bad_usage(tmp_path):
+    (tmp_path / "pagemap").write_bytes(array("Q", [0, 0]).tobytes())
+    res = subprocess.run([sys.executable, str(PAGE_STATES), "save", str(tmp_path / "pagemap"),
+                          "0", "3", str(tmp_path / "states")], capture_output=True, text=True)
+    assert res.returncode != 0 and "ended after 2 of 3 pages" in res.stderr
+    res = subprocess.run([sys.executable, str(PAGE_STATES), "load"], capture_output=True, text=True)
+    assert res.returncode == 2 and "usage" in res.stderr
+
+
+TOUCH_APP = probe.PROBES_DIR / "lib" / "touch_app.py"
+
+
+def _wait_for(path: Path, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)
+
+
+def test_touch_app_writes_its_area_and_reads_the_even_pages_on_sigusr1(tmp_path):
+    state = tmp_path / "app"
+    app = subprocess.Popen([sys.executable, str(TOUCH_APP), "1", str(state)])
+    try:
+        _wait_for(Path(f"{state}.addr"))
+        address, pages = Path(f"{state}.addr").read_text().split()
+        assert int(pages) == (1 << 20) // os.sysconf("SC_PAGE_SIZE")
+        subprocess.run([sys.executable, str(PAGE_STATES), "save", f"/proc/{app.pid}/pagemap",
+                        address, pages, str(tmp_path / "states")], check=True)
+        assert (tmp_path / "states").read_text() == "p" * int(pages)   # written, so present
+        app.send_signal(signal.SIGUSR1)
+        _wait_for(Path(f"{state}.touched"))
+        # page i holds 1 + i % 255: the sum of the even pages' bytes
+        expected = sum(1 + i % 255 for i in range(0, int(pages), 2))
+        assert int(Path(f"{state}.touched").read_text()) == expected
+    finally:
+        app.kill()
+        app.wait()

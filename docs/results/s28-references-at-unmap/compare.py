@@ -1,0 +1,35 @@
+"""Session 28's A/Bs, one row per repetition: session 27's columns
+(../s27-split-victims/compare.py: reclaim CPU, pages, CPU per page, swap
+writes, response, kills, direct reclaims, swap full) and the bulk batches'
+first-pass time per page taken (`bulk.first_pass_us_per_page_mean`: page
+checks, swap slots, unmapping and TLB flush, over the pages taken; see
+harness writeback.bulk_figures) and the number of batches. Run with the
+project's venv:
+
+    .venv/bin/python compare.py CAMPAIGN_DIR...   # the `pmrtb run --out` directories
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from pmr_testbed.metrics import load_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "s27-split-victims"))
+from compare import rows as s27_rows  # noqa: E402
+
+
+def rows(campaign: Path):
+    for row in s27_rows(campaign):
+        run = load_run(campaign / "runs" / f"{row['scheme']}-r{row['rep']}")
+        bulk = run.bulk or {}
+        mean = bulk.get("first_pass_us_per_page_mean")
+        row["bulk_first_pass_us_per_page"] = None if mean is None else round(mean, 2)
+        row["bulk_batches"] = bulk.get("batches")
+        yield row
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:]:
+        for row in rows(Path(arg)):
+            print(json.dumps(row))

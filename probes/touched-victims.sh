@@ -1,0 +1,86 @@
+#!/bin/sh
+# Does reclaim leave in memory the victims used since kshrinkd picked them?
+#
+#   pmrtb probe touched-victims [MODE]     (vm.pmr_mode, default 2)
+#
+# 1. vm.pmr_victim_target_kbytes=65536 and vm.pmr_mode=MODE; cgroup `app`
+#    writes 128 MB of anon once (lib/touch_app.py);
+# 2. cgroup `load` allocates 0.8 x RAM of anon (for at most 30 s) until
+#    `app` holds 8 MB of anon victims; then `load` ends and its memory
+#    is freed, so that no reclaim runs but the probe's own. If under
+#    4 MB of them are left a second later, the load runs again (90 s in
+#    all);
+# 3. `app` reads every even page of its area: the victims among them are
+#    used again, those among the odd pages are not. Where each page is
+#    (present, swapped out) is read from /proc/PID/pagemap
+#    (lib/page_states.py);
+# 4. memory.reclaim asks `app` for a quarter of its anon victims, about
+#    half of the untouched ones: reclaim takes victims first, and a victim
+#    with a young page table entry must stay (with pmr_mode 2, the walk
+#    that unmaps it checks). Passed when 512 kB or more of odd pages were
+#    paged out and at most a tenth as many even ones; failed if more even
+#    pages were paged out; inconclusive when the odd pages paged out are
+#    too few to tell, or the victims were not made within the 90 s.
+#
+# Reclaim that runs out of victims scans the LRU lists, where a page used
+# once is kept and looked at again at the next priority: hence the small
+# ask, which the untouched victims cover.
+set -eu
+out=$1
+mode=${2:-2}
+. "$(dirname "$0")/lib/guest.sh"
+lib=$(dirname "$0")/lib
+anon_victims() { anon_victims_in "$cg/app/memory.stat"; }
+save_states() { python3 "$lib/page_states.py" save "/proc/$app/pagemap" "$addr" "$pages" "$1"; }
+
+setup_probe "$mode"
+echo 65536 >/proc/sys/vm/pmr_victim_target_kbytes
+mkdir "$cg/app"
+need_victims "$cg/app/memory.stat"
+sh -c "echo \$\$ >$cg/app/cgroup.procs; exec python3 $lib/touch_app.py 128 $out/app" &
+app=$!
+wait_for 60 test -e "$out/app.addr" || verdict 2 "app did not write its 128 MB within 60 s"
+read -r addr pages <"$out/app.addr"
+log "app: $pages pages at 0x$addr, cgroup anon $(memstat app anon)"
+
+# The victims come and go while the load runs (reclaim takes them as
+# kshrinkd makes them): end the load once `app` holds 8 MB of anon
+# victims, and go on if 4 MB are left a second later; if not, load again.
+start=$(date +%s)
+n=0 v0=0
+while [ "$v0" -lt $((4 << 20)) ] && [ $(($(date +%s) - start)) -lt 90 ]; do
+	start_load 30 "$(($(ram_mb) * 8 / 10))m"
+	victims=0
+	while [ "$victims" -lt $((8 << 20)) ] && kill -0 "$load" 2>/dev/null; do
+		sleep 0.2
+		victims=$(anon_victims)
+		n=$((n + 1))
+		[ $((n % 5)) -ne 0 ] || log "  app: anon victims $victims anon $(memstat app anon)" \
+		    "swap $(cat $cg/app/memory.swap.current)"
+	done
+	stop_load
+	sleep 1
+	v0=$(anon_victims)
+	log "load ended after $(($(date +%s) - start)) s: app anon victims $victims, a second later $v0"
+done
+[ "$v0" -ge $((4 << 20)) ] || verdict 2 "app never kept 4 MB of anon victims: nothing to tell"
+log "app: anon $(memstat app anon) swap $(cat $cg/app/memory.swap.current)"
+
+kill -USR1 "$app"
+wait_for 60 test -e "$out/app.touched" || verdict 2 "app did not touch its even pages within 60 s"
+save_states "$out/before"
+v1=$(anon_victims)
+ask=$((v1 / 4))
+log "touched the even pages: anon victims $v1; asking for $ask bytes"
+if echo "$ask" >"$cg/app/memory.reclaim" 2>/dev/null; then rc=done; else rc="fell short"; fi
+save_states "$out/after"
+log "memory.reclaim: $rc; anon victims $(anon_victims) anon $(memstat app anon)"
+kill "$app" 2>/dev/null || true
+
+set -- $(python3 "$lib/page_states.py" paged-out "$out/before" "$out/after")
+even=$2 odd=$4
+log "paged out by the reclaim: $even touched (even) pages, $odd untouched (odd) ones"
+[ "$odd" -ge 128 ] || verdict 2 "reclaim paged out $odd untouched pages, under 128: too few to tell"
+[ $((even * 10)) -le "$odd" ] ||
+	verdict 1 "reclaim paged out $even pages used since they were picked, against $odd unused ones"
+verdict 0 "reclaim paged out $odd unused pages and $even used since they were picked"
