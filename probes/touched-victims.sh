@@ -16,10 +16,10 @@
 #    (lib/page_states.py);
 # 4. memory.reclaim asks `app` for a quarter of its anon victims, about
 #    half of the untouched ones: reclaim takes victims first, and a victim
-#    with a young page table entry must stay (with pmr_mode 2, the walk
-#    that unmaps it checks). Passed when 512 kB or more of odd pages were
+#    with a young page table entry must stay (reclaim checks the references
+#    of the victims it takes). Passed when 512 kB or more of odd pages were
 #    paged out and at most a tenth as many even ones; failed if more even
-#    pages were paged out; inconclusive when the odd pages paged out are
+#    ones than that were paged out; inconclusive when the odd pages are
 #    too few to tell, or the victims were not made within the 90 s.
 #
 # Reclaim that runs out of victims scans the LRU lists, where a page used
