@@ -52,9 +52,9 @@ reliability: setup
 # KASAN), `smoke` under pps and pmr, the toggling run with 2 x RAM
 # swapped (KASAN under TCG is slow) and DEBUG_PROBES. swap-cached-victims
 # is not among them: on that kernel most of the paged-out anon it finds is
-# not victims (README, "Probes"); nor is touched-victims, not run on that
-# kernel yet.
-DEBUG_PROBES = removed-memcg-reclaim file-victims-without-swap v1-memsw-file-victims
+# not victims (README, "Probes").
+DEBUG_PROBES = removed-memcg-reclaim file-victims-without-swap v1-memsw-file-victims \
+	touched-victims
 PMR_TOGGLE = --toggle /proc/sys/vm/pmr_mode=0,1,2,3 --toggle-refused 3 --toggles 100
 STAMP := $(shell date +%Y%m%d-%H%M%S)
 
