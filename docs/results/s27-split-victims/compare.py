@@ -15,7 +15,9 @@ from pathlib import Path
 from pmr_testbed.metrics import load_run
 
 
-def rows(campaign: Path):
+def rows_with_runs(campaign: Path):
+    """(row, run) per repetition: the run as metrics.load_run read it, for
+    callers that add columns of their own without reading it again."""
     summary = json.loads((campaign / "summary.json").read_text())
     for scheme, s in summary["schemes"].items():
         for rep in s["by_rep"]:
@@ -29,7 +31,12 @@ def rows(campaign: Path):
                    "swap_writes": sum(hist.values()), "swap_writes_4kb": hist.get("4", 0),
                    "response_ms_mean": round(rep["response_ms.mean"], 1),
                    "kills": rep["kills"], "allocstall": rep["allocstall"],
-                   "swap_full_s": rep.get("settled.swap_full_s")}
+                   "swap_full_s": rep.get("settled.swap_full_s")}, run
+
+
+def rows(campaign: Path):
+    for row, _run in rows_with_runs(campaign):
+        yield row
 
 
 if __name__ == "__main__":

@@ -13,15 +13,12 @@ import json
 import sys
 from pathlib import Path
 
-from pmr_testbed.metrics import load_run
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "s27-split-victims"))
-from compare import rows as s27_rows  # noqa: E402
+from compare import rows_with_runs  # noqa: E402
 
 
 def rows(campaign: Path):
-    for row in s27_rows(campaign):
-        run = load_run(campaign / "runs" / f"{row['scheme']}-r{row['rep']}")
+    for row, run in rows_with_runs(campaign):
         bulk = run.bulk or {}
         mean = bulk.get("first_pass_us_per_page_mean")
         row["bulk_first_pass_us_per_page"] = None if mean is None else round(mean, 2)
