@@ -17,6 +17,12 @@ stack (reclaim writing back the victims kshrinkd prepared) and the rest
 of the thread's samples in the costly steps of reclaim (the reference
 check, unmapping, the page-out), so that a profile tells the victims'
 second reference check from the LRU scan's first.
+
+The samples that landed on the release of an interrupts-off lock (time
+spent under it, see above) are also counted by the function that released
+it, the first caller on the stack that is not a lock helper: that names the
+critical sections (isolating from the LRU lists, putting folios back,
+swap-slot allocation...) whose time the unlock's share hides.
 """
 
 from __future__ import annotations
@@ -42,6 +48,12 @@ VICTIM_PATH = "take_victims"
 # The steps of reclaim whose share the split by path gives
 STEPS = {"reference check": "folio_referenced", "unmap": "try_to_unmap",
          "page-out": "pageout"}
+# The releases of interrupts-off locks, where the time under them shows
+IRQ_UNLOCKS = ("_raw_spin_unlock_irq", "_raw_spin_unlock_irqrestore")
+# Wrappers between a critical section and the unlock, skipped to name it
+# (inline in 6.1, so on a stack only if the compiler kept them out of line)
+LOCK_HELPERS = ("spin_unlock_irq", "spin_unlock_irqrestore", "unlock_page_lruvec_irq",
+                "unlock_page_lruvec_irqrestore")
 
 
 def check(hz: int) -> None:
@@ -78,23 +90,36 @@ def _stacks(perf_data: Path, vmlinux: Path) -> Iterator[tuple[str, list[str]]]:
 def profile(perf_data: Path, vmlinux: Path) -> dict:
     """Per reclaim thread: samples, per function the samples it was running
     in (self) and on the stack of (total), and per path (`victims` or
-    `rest`) its samples and, in `steps`, those of each of STEPS on it."""
+    `rest`) its samples and, in `steps`, those of each of STEPS on it; in
+    `irq_off`, the samples on one of IRQ_UNLOCKS by the function that
+    released the lock."""
     threads: dict[str, dict] = {}
     for comm, stack in _stacks(perf_data, vmlinux):
         if not comm.startswith(tuple(RECLAIM_THREADS)):
             continue
         t = threads.setdefault(comm, {"samples": 0, "self": Counter(), "total": Counter(),
+                                      "irq_off": Counter(),
                                       "paths": {p: {"samples": 0, "steps": Counter()}
                                                 for p in ("victims", "rest")}})
         t["samples"] += 1
         if stack:
             t["self"][stack[0]] += 1
+            if stack[0] in IRQ_UNLOCKS:
+                t["irq_off"][_releaser(stack)] += 1
         on_stack = set(stack)
         t["total"].update(on_stack)
         path = t["paths"]["victims" if VICTIM_PATH in on_stack else "rest"]
         path["samples"] += 1
         path["steps"].update(step for step, fn in STEPS.items() if fn in on_stack)
     return threads
+
+
+def _releaser(stack: list[str]) -> str:
+    """The function that released the lock a sample landed on the release of."""
+    for fn in stack[1:]:
+        if fn not in LOCK_HELPERS:
+            return fn
+    return "[unknown]"
 
 
 def _paths(paths: dict[str, dict], samples: int) -> list[str]:
@@ -131,6 +156,9 @@ def report(run_dir: Path, vmlinux: Path) -> Path | None:
                   "total (the function or its callees running):",
                   *_table(t["total"], t["samples"]),
                   "by path (share of all the thread's samples):",
-                  *_paths(t["paths"], t["samples"]), ""]
+                  *_paths(t["paths"], t["samples"]),
+                  "interrupts off, by the function releasing the lock "
+                  "(share of all the thread's samples):",
+                  *_table(t["irq_off"], t["samples"]), ""]
     out.write_text("\n".join(parts) + "\n" if parts else "no samples from the reclaim threads\n")
     return out
