@@ -10,8 +10,8 @@
 #
 #   [VARIANTS=DIR] scripts/ab-campaign.sh OUTDIR KERNEL:SCHEME:TAG...
 #
-# The testbed image is the last KERNEL's afterwards: rebuild it
-# (`pmrtb build-kernel`) or copy the series' image back.
+# The testbed image is the last KERNEL's afterwards, and `make kernel` does
+# not notice: put the series' image back (docs/kernel-workflow.md).
 set -u
 if [ $# -lt 2 ]; then
   echo "usage: $0 OUTDIR KERNEL:SCHEME:TAG..." >&2
@@ -26,6 +26,10 @@ for run in "$@"; do
   IFS=: read -r kernel scheme tag <<EOT
 $run
 EOT
+  if [ -z "$kernel" ] || [ -z "$scheme" ] || [ -z "$tag" ]; then
+    echo "bad run '$run': give KERNEL:SCHEME:TAG, e.g. series:pmr:base-1" >&2
+    exit 2
+  fi
   if [ ! -f "$VARIANTS/bzImage.$kernel" ]; then
     echo "no kernel image $VARIANTS/bzImage.$kernel: build the variant and copy it there" >&2
     exit 2

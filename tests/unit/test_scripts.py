@@ -26,3 +26,12 @@ def test_ab_campaign_refuses_a_missing_kernel_image_before_running_anything(tmp_
     assert res.stderr.strip() == (f"no kernel image {tmp_path}/bzImage.gone: "
                                   "build the variant and copy it there")
     assert not out.exists()                 # checked before the first run
+
+
+def test_ab_campaign_refuses_a_run_without_scheme_or_tag(tmp_path):
+    (tmp_path / "bzImage.here").write_bytes(b"")
+    res = run_ab(str(tmp_path / "out"), "here:pmr",
+                 env={"PATH": "/usr/bin:/bin", "VARIANTS": str(tmp_path)})
+    assert res.returncode == 2
+    assert res.stderr.strip() == ("bad run 'here:pmr': give KERNEL:SCHEME:TAG, "
+                                  "e.g. series:pmr:base-1")

@@ -17,12 +17,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "s27-split-victi
 from compare import rows_with_runs  # noqa: E402
 
 
-def rows(campaign: Path):
+def rows_with_runs_s28(campaign: Path):
+    """(row, run) per repetition, as session 27's rows_with_runs(), with
+    this session's columns added."""
     for row, run in rows_with_runs(campaign):
         bulk = run.bulk or {}
         mean = bulk.get("first_pass_us_per_page_mean")
         row["bulk_first_pass_us_per_page"] = None if mean is None else round(mean, 2)
         row["bulk_batches"] = bulk.get("batches")
+        yield row, run
+
+
+def rows(campaign: Path):
+    for row, _run in rows_with_runs_s28(campaign):
         yield row
 
 
