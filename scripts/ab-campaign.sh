@@ -17,7 +17,7 @@ if [ $# -lt 2 ]; then
   echo "usage: $0 OUTDIR KERNEL:SCHEME:TAG..." >&2
   exit 2
 fi
-out=$1
+out=$(realpath -m "$1")   # before the cd below
 shift
 cd "$(dirname "$0")/.." || exit 1
 IMG=build/kernel/obj-testbed/arch/x86/boot/bzImage
