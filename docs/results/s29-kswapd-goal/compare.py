@@ -37,10 +37,11 @@ def mem_free_mb(run_dir: Path) -> tuple[float, float]:
     return float(np.median(free)), float(np.percentile(free, 90))
 
 
-def counter_delta(run_dir: Path, name: str) -> int:
+def pgsteal_file(run_dir: Path) -> int:
+    """pgsteal_file over the run (the harness's run does not keep it)."""
     with open(run_dir / "vmstat.csv") as f:
         rows = list(csv.DictReader(f))
-    return int(rows[-1][name]) - int(rows[0][name])
+    return int(rows[-1]["pgsteal_file"]) - int(rows[0]["pgsteal_file"])
 
 
 def rows(campaign: Path):
@@ -49,13 +50,12 @@ def rows(campaign: Path):
         hot = run.switch_kinds["hot"]
         median, p90 = mem_free_mb(run_dir)
         row.update({"mem_free_mb_median": round(median, 1), "mem_free_mb_p90": round(p90, 1),
-                    "file_refaults": counter_delta(run_dir, "workingset_refault_file"),
-                    "pgsteal_file": counter_delta(run_dir, "pgsteal_file"),
+                    "file_refaults": run.lru_balance["file_refaults"],
+                    "pgsteal_file": pgsteal_file(run_dir),
                     "hot_file_refaults": hot["file_refault_pages"],
                     "hot_mean_ms": round(hot["mean_ms"], 1),
                     "hot_files_ms": round(hot["cost"].get("files_ms", float("nan")), 1),
-                    "kswapd_rounds": sum(1 for line in open(run_dir / "trace.txt")
-                                         if "mm_vmscan_kswapd_round:" in line)})
+                    "kswapd_rounds": len(run.kswapd_round_list)})
         yield row
 
 
