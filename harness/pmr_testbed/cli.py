@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import campaign, guest, kernel, paths, profiles, reliability_checks, report
+from . import campaign, guest, kernel, paths, profiles, reliability_checks
 from . import paper as paper_mod
 from . import probe as probe_mod
 from . import reliability as reliability_mod
@@ -99,11 +99,18 @@ def _runs_progress(n_runs: int):
         yield progress, log
 
 
+def _write_report(results: Path) -> Path:
+    # matplotlib and scipy take 1.5 s to import: only a report needs them
+    from . import report
+
+    return report.write_report(results)
+
+
 def _finish(out: Path, result: dict) -> None:
     ok = [r for r in result["runs"] if r["status"] == "ok"]
     failed = [r for r in result["runs"] if r["status"] != "ok"]
     if ok:
-        path = report.write_report(out)
+        path = _write_report(out)
         typer.echo(f"report: {path}")
     if failed:
         for r in failed:
@@ -117,7 +124,7 @@ def report_cmd(results: Path = typer.Argument(..., help="a results directory")) 
     """(Re)write summary.json, report.md and the plots of a results directory."""
     if not (results / "campaign.json").exists():
         raise UserError(f"{results} is not a results directory (no campaign.json)")
-    typer.echo(f"report: {report.write_report(results)}")
+    typer.echo(f"report: {_write_report(results)}")
 
 
 @app.command()
@@ -258,12 +265,13 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):
         err.print("pmrtb: interrupted")
         sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(2)
-        raise
+    except typer.TyperException as exc:
+        # Usage errors (typer's own click's ClickException) arrive here in
+        # non-standalone mode
+        if not hasattr(exc, "show"):
+            raise
+        exc.show()
+        sys.exit(getattr(exc, "exit_code", 2))
 
 
 if __name__ == "__main__":

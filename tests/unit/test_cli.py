@@ -43,6 +43,23 @@ def test_bad_input_one_line_exit_2(tmp_path, args, message):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("args, message", [
+    (["run", "--no-such-option"], "No such option: --no-such-option"),
+    (["run", "--reps", "x"], "Invalid value for '--reps'"),
+    (["probe"], "Missing argument 'name'"),
+    (["bogus"], "No such command 'bogus'"),
+])
+def test_usage_errors_are_named_without_a_traceback(args, message):
+    """typer's usage errors (its own click's): usage, then one `Error:`
+    line, exit status 2. typer 0.29 ships click inside it: the `click`
+    package is not installed."""
+    res = pmrtb(*args)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("Error:")]
+    assert len(errors) == 1 and message in errors[0]
+
+
 def test_missing_qemu_is_named(tmp_path, monkeypatch):
     res = subprocess.run(
         [sys.executable, "-c",
