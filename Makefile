@@ -50,11 +50,9 @@ reliability: setup
 # runs pmr on a swap device that runs full and on one that fails writes;
 # pmr-debug runs, on the debug kernel (LOCKDEP, DEBUG_VM, DEBUG_LIST,
 # KASAN), `smoke` under pps and pmr, the toggling run with 2 x RAM
-# swapped (KASAN under TCG is slow) and DEBUG_PROBES. swap-cached-victims
-# is not among them: on that kernel most of the paged-out anon it finds is
-# not victims (README, "Probes").
+# swapped (KASAN under TCG is slow) and DEBUG_PROBES, every probe.
 DEBUG_PROBES = removed-memcg-reclaim file-victims-without-swap v1-memsw-file-victims \
-	touched-victims
+	touched-victims swap-cached-victims
 PMR_TOGGLE = --toggle /proc/sys/vm/pmr_mode=0,1,2,3 --toggle-refused 3 --toggles 100
 STAMP := $(shell date +%Y%m%d-%H%M%S)
 
