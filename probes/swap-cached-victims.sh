@@ -45,8 +45,6 @@ mode=${2:-2}
 . "$(dirname "$0")/lib/guest.sh"
 # Bytes of cgroup $1's anon paged out (see the header)
 paged_out() { python3 "$(dirname "$0")/lib/paged_out.py" "$cg/$1"; }
-# Bytes of cgroup $1's anon victims
-anon_victims() { anon_victims_in "$cg/$1/memory.stat"; }
 # The state of `cold` that the probe judges, logged
 log_cold() {
 	log "cold $1: current $(cat $cg/cold/memory.current) anon $(memstat cold anon)" \
@@ -67,26 +65,9 @@ while [ "$(cat $cg/cold/memory.current)" -lt $((150 << 20)) ]; do
 done
 log_cold "before load"
 
-# Step 2: the victims come and go while the load runs (reclaim takes them
-# as kshrinkd makes them): end the load once `cold` holds 4 MB of anon
-# victims, and go on if 2 MB are left a second later; if not, load again.
-start=$(date +%s)
-n=0 v=0
-while [ "$v" -lt $((2 << 20)) ] && [ $(($(date +%s) - start)) -lt 90 ]; do
-	start_load 30 "$(($(ram_mb) * 8 / 10))m"
-	victims=0
-	while [ "$victims" -lt $((4 << 20)) ] && kill -0 "$load" 2>/dev/null; do
-		sleep 0.2
-		victims=$(anon_victims cold)
-		n=$((n + 1))
-		[ $((n % 5)) -ne 0 ] || log "  cold: anon victims $victims" \
-		    "swap $(cat $cg/cold/memory.swap.current)"
-	done
-	stop_load
-	sleep 1
-	v=$(anon_victims cold)
-	log "load ended after $(($(date +%s) - start)) s: cold anon victims $victims, a second later $v"
-done
+# Step 2 (see the header)
+load_until_victims cold $((4 << 20)) $((2 << 20))
+v=$victims
 [ "$v" -ge $((2 << 20)) ] || verdict 2 "cold never kept 2 MB of anon victims: nothing to tell"
 log_cold "after load"
 

@@ -30,7 +30,6 @@ out=$1
 mode=${2:-2}
 . "$(dirname "$0")/lib/guest.sh"
 lib=$(dirname "$0")/lib
-anon_victims() { anon_victims_in "$cg/app/memory.stat"; }
 save_states() { python3 "$lib/page_states.py" save "/proc/$app/pagemap" "$addr" "$pages" "$1"; }
 
 setup_probe "$mode"
@@ -43,38 +42,20 @@ wait_for 60 test -e "$out/app.addr" || verdict 2 "app did not write its 128 MB w
 read -r addr pages <"$out/app.addr"
 log "app: $pages pages at 0x$addr, cgroup anon $(memstat app anon)"
 
-# The victims come and go while the load runs (reclaim takes them as
-# kshrinkd makes them): end the load once `app` holds 8 MB of anon
-# victims, and go on if 4 MB are left a second later; if not, load again.
-start=$(date +%s)
-n=0 v0=0
-while [ "$v0" -lt $((4 << 20)) ] && [ $(($(date +%s) - start)) -lt 90 ]; do
-	start_load 30 "$(($(ram_mb) * 8 / 10))m"
-	victims=0
-	while [ "$victims" -lt $((8 << 20)) ] && kill -0 "$load" 2>/dev/null; do
-		sleep 0.2
-		victims=$(anon_victims)
-		n=$((n + 1))
-		[ $((n % 5)) -ne 0 ] || log "  app: anon victims $victims anon $(memstat app anon)" \
-		    "swap $(cat $cg/app/memory.swap.current)"
-	done
-	stop_load
-	sleep 1
-	v0=$(anon_victims)
-	log "load ended after $(($(date +%s) - start)) s: app anon victims $victims, a second later $v0"
-done
+load_until_victims app $((8 << 20)) $((4 << 20))
+v0=$victims
 [ "$v0" -ge $((4 << 20)) ] || verdict 2 "app never kept 4 MB of anon victims: nothing to tell"
 log "app: anon $(memstat app anon) swap $(cat $cg/app/memory.swap.current)"
 
 kill -USR1 "$app"
 wait_for 60 test -e "$out/app.touched" || verdict 2 "app did not touch its even pages within 60 s"
 save_states "$out/before"
-v1=$(anon_victims)
+v1=$(anon_victims app)
 ask=$((v1 / 4))
 log "touched the even pages: anon victims $v1; asking for $ask bytes"
 if echo "$ask" >"$cg/app/memory.reclaim" 2>/dev/null; then rc=done; else rc="fell short"; fi
 save_states "$out/after"
-log "memory.reclaim: $rc; anon victims $(anon_victims) anon $(memstat app anon)"
+log "memory.reclaim: $rc; anon victims $(anon_victims app) anon $(memstat app anon)"
 kill "$app" 2>/dev/null || true
 
 set -- $(python3 "$lib/page_states.py" paged-out "$out/before" "$out/after")

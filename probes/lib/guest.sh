@@ -92,6 +92,9 @@ anon_victims_in() {
 # memvictims CGROUP: CGROUP's victims, in bytes.
 memvictims() { victims_in "$cg/$1/memory.stat"; }
 
+# anon_victims CGROUP: CGROUP's anon victims, in bytes.
+anon_victims() { anon_victims_in "$cg/$1/memory.stat"; }
+
 # need_victims STATFILE: an inconclusive verdict unless the memory.stat
 # counts victims (see need_keys).
 need_victims() {
@@ -140,4 +143,34 @@ ram_mb() { awk '$1 == "MemTotal:" { print int($2 / 1024) }' /proc/meminfo; }
 stop_load() {
 	kill "$load" 2>/dev/null || true
 	wait "$load" 2>/dev/null || true
+}
+
+# load_until_victims CGROUP WANT KEEP: anon victims in CGROUP, for a probe
+# to judge. They come and go while a load runs (reclaim takes them as
+# kshrinkd makes them), so cgroup `load` allocates 0.8 x RAM of anon (for
+# at most 30 s) until CGROUP holds WANT bytes of anon victims; then the
+# load ends and its memory is freed, so that no reclaim runs but the
+# probe's own. If under KEEP bytes of them are left a second later, the
+# load runs again, for 90 s in all. Sets $victims to the bytes left.
+load_until_victims() {
+	lu_start=$(date +%s)
+	lu_polls=0
+	victims=0
+	while [ "$victims" -lt "$3" ] && [ $(($(date +%s) - lu_start)) -lt 90 ]; do
+		start_load 30 "$(($(ram_mb) * 8 / 10))m"
+		lu_made=0
+		while [ "$lu_made" -lt "$2" ] && kill -0 "$load" 2>/dev/null; do
+			sleep 0.2
+			lu_made=$(anon_victims "$1")
+			lu_polls=$((lu_polls + 1))
+			[ $((lu_polls % 5)) -ne 0 ] ||
+				log "  $1: anon victims $lu_made anon $(memstat "$1" anon)" \
+				    "swap $(cat "$cg/$1/memory.swap.current")"
+		done
+		stop_load
+		sleep 1
+		victims=$(anon_victims "$1")
+		log "load ended after $(($(date +%s) - lu_start)) s:" \
+		    "$1 anon victims $lu_made, a second later $victims"
+	done
 }
