@@ -67,7 +67,8 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   `unmap_us_samples` is the per-page unmap time of each 1-MB window of
   kswapd's unmapping (writeback.unmap_window_us_per_page), for the plot.
 - `settled` (settled_state.py): how the run settled after lmkd's last kill
-  (its time, the file refault rate after it, the least SwapFree after it).
+  (its time, the file refault rate after it, the least SwapFree after it),
+  and the reclaim work (CPU, pages, swap out) until it and after it.
 - `lru_balance` (lru_balance.py): how reclaim balanced the LRU lists: file
   refaults and the share of them activated, pages deactivated, the mean
   active and inactive file lists and file victims.
@@ -80,7 +81,7 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
 
 A run whose run.json is missing or not `"status": "ok"` is never a result:
 `load_run` raises `RunError`. Missing optional files (threads_cpu.json,
-swap_write_hist.json, meminfo.csv) are recorded as None and named in `missing`.
+swap_write_hist.json, meminfo.csv, threads_cpu.csv) are recorded as None and named in `missing`.
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ WINDOW_MS = 1000
 Table = tuple[list[str], list[list[str]]]
 VMSTAT_DELTAS = ("pgmajfault", "pswpout", "pswpin", "pgscan_kswapd", "pgscan_direct",
                  "pgsteal_kswapd", "pgsteal_direct", "pgsteal_anon")
-OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json", "meminfo.csv")
+OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json", "meminfo.csv",
+                  "threads_cpu.csv")
 # the victim lists' sizes in /proc/vmstat: one per type since patch 26 of the
 # series, one for both before
 VICTIM_KEYS = ("nr_victim_anon", "nr_victim_file")
@@ -195,7 +197,8 @@ def load_run(run_dir: Path) -> RunMetrics:
         trace = read_trace(run_dir / "trace.txt")
     except ValueError as e:
         raise RunError(f"{run_dir / 'trace.txt'}: {e}") from None
-    meminfo = read_table(run_dir / "meminfo.csv") if (run_dir / "meminfo.csv").exists() else None
+    meminfo = _read_optional_table(run_dir / "meminfo.csv")
+    threads_cpu = _read_optional_table(run_dir / "threads_cpu.csv")
     victim_t_s, victim_mb = victim_series(vmstat)
     rounds = kswapd_rounds(trace)
     return RunMetrics(
@@ -207,7 +210,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         hot_launches=kinds["hot"],
         kills=len(kills),
         kills_by_reason=dict(Counter(k["reason"] for k in kills)),
-        settled=settled_state(kills, vmstat, meminfo),
+        settled=settled_state(kills, vmstat, meminfo, threads_cpu),
         lru_balance=lru_balance(vmstat),
         reclaim_t_s=t_s,
         reclaim_series_mbps=mbps,
@@ -268,6 +271,10 @@ def read_events(path: Path) -> list[dict]:
 
 def _read_optional_json(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def _read_optional_table(path: Path) -> Table | None:
+    return read_table(path) if path.exists() else None
 
 
 def response_stats(values: list[float]) -> dict[str, float | None]:

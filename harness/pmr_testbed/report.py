@@ -96,7 +96,9 @@ RATIO_TITLES = {"response_ms.mean": "response mean", "reclaim_mbps.peak": "recla
                 "kills": "kills", "allocstall": "allocstall",
                 "memory_stall_s.some": "memory stall",
                 "reclaim_cpu_total": "reclaim CPU",
-                "reclaim_cpu_us_per_page": "reclaim CPU per page", "pswpout_mb": "swap out"}
+                "reclaim_cpu_us_per_page": "reclaim CPU per page", "pswpout_mb": "swap out",
+                "settled.until_last_kill.reclaim_cpu_s": "reclaim CPU until the last kill",
+                "settled.until_last_kill.pswpout_mb": "swap out until the last kill"}
 PRESSURE_PANELS = [("kills", "LMKD kills"), ("allocstall", "Direct reclaims (allocstall)"),
                    ("pgmajfault", "Major page faults")]
 
@@ -700,7 +702,10 @@ BY_REP_COLUMNS = [("kills", "kills"), ("memory_stall_s.some", "memory stall s"),
                   ("lru_balance.file_activated_share", "file refaults activated"),
                   ("response_ms.mean", "response mean ms"), ("allocstall", "allocstall"),
                   ("reclaim_cpu_total", "reclaim CPU s"),
-                  ("reclaim_cpu_us_per_page", "µs per page freed")]
+                  ("reclaim_cpu_us_per_page", "µs per page freed"),
+                  ("settled.after_last_kill.reclaim_cpu_s", "reclaim CPU s after the last kill"),
+                  ("pswpout_mb", "swap out MB"),
+                  ("settled.after_last_kill.pswpout_mb", "swap out MB after the last kill")]
 
 
 def by_rep_table(schemes: dict[str, dict]) -> list[str]:

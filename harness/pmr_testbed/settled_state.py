@@ -20,6 +20,13 @@ schemes do; this is what each run's figures say about it:
   next. Every run may touch 0 at some point; the time tells the runs that
   settled with swap full, where reclaim can only take file pages, from
   those that did not. None without meminfo.csv.
+- `until_last_kill` and `after_last_kill`: the reclaim work of the run
+  split at the last kill (all of it after, without kills): `reclaim_cpu_s`,
+  the reclaim threads' CPU seconds (threads_cpu.csv; None for a runtime
+  without it), `pages_reclaimed` (pgsteal_kswapd + pgsteal_direct) and
+  `pswpout_mb`. A scheme that kills fewer apps keeps more of them to
+  reclaim from after its last kill; the split shows whether its totals
+  differ from another's while lmkd killed, or after.
 """
 
 from __future__ import annotations
@@ -32,9 +39,10 @@ if TYPE_CHECKING:   # metrics imports this module
     from .metrics import Table
 
 
-def settled_state(kills: list[dict], vmstat: Table, meminfo: Table | None) -> dict:
-    """The figures above from one run's kill events, vmstat.csv and
-    meminfo.csv (None when the run has none)."""
+def settled_state(kills: list[dict], vmstat: Table, meminfo: Table | None,
+                  threads_cpu: Table | None = None) -> dict:
+    """The figures above from one run's kill events, vmstat.csv,
+    meminfo.csv and threads_cpu.csv (None when the run has none)."""
     header, rows = vmstat
     t, refault = header.index("t_ms"), header.index("workingset_refault_file")
     t_ms = np.array([float(r[t]) for r in rows])
@@ -47,7 +55,49 @@ def settled_state(kills: list[dict], vmstat: Table, meminfo: Table | None) -> di
     return {"last_kill_s": None if last_kill_ms is None else last_kill_ms / 1000,
             "file_refaults_per_s": None if rate is None else float(rate),
             "swap_free_mb_min": swap_free_min_mb(meminfo, since_ms),
-            "swap_full_s": swap_full_s(meminfo, since_ms)}
+            "swap_full_s": swap_full_s(meminfo, since_ms),
+            **work_split(since_ms, vmstat, threads_cpu)}
+
+
+PAGE_MB = 4096 / 2**20
+
+
+def work_split(since_ms: float, vmstat: Table, threads_cpu: Table | None) -> dict:
+    """`until_last_kill` and `after_last_kill` (see the module docstring):
+    each cumulative counter interpolated at `since_ms` and differenced."""
+    header, rows = vmstat
+    t_ms = np.array([float(r[header.index("t_ms")]) for r in rows])
+
+    def counter(*keys: str) -> np.ndarray:
+        cols = [header.index(k) for k in keys]
+        return np.array([sum(float(r[c]) for c in cols) for r in rows])
+
+    series = [("pages_reclaimed", t_ms, counter("pgsteal_kswapd", "pgsteal_direct"), 1.0),
+              ("pswpout_mb", t_ms, counter("pswpout"), PAGE_MB)]
+    cpu = reclaim_cpu_series(threads_cpu)
+    until: dict = {"reclaim_cpu_s": None}
+    after: dict = {"reclaim_cpu_s": None}
+    for name, t, values, scale in ([("reclaim_cpu_s", *cpu, 1.0)] if cpu else []) + series:
+        at = float(np.interp(since_ms, t, values))
+        until[name] = (at - values[0]) * scale
+        after[name] = (values[-1] - at) * scale
+    until["pages_reclaimed"] = round(until["pages_reclaimed"])
+    after["pages_reclaimed"] = round(after["pages_reclaimed"])
+    return {"until_last_kill": until, "after_last_kill": after}
+
+
+def reclaim_cpu_series(threads_cpu: Table | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Sample times and the reclaim threads' CPU seconds summed, from the
+    rows of threads_cpu.csv that have every column; None without any."""
+    if threads_cpu is None:
+        return None
+    header, rows = threads_cpu
+    full = [r for r in rows if len(r) == len(header) and all(r)]
+    if not full or len(header) < 2:
+        return None
+    t = header.index("t_ms")
+    return (np.array([float(r[t]) for r in full]),
+            np.array([sum(float(v) for i, v in enumerate(r) if i != t) for r in full]))
 
 
 def swap_free_min_mb(meminfo: Table | None, since_ms: float) -> float | None:

@@ -9,9 +9,10 @@ lmkd's last kill, how much of its goal a kswapd round reclaims; kills:
 lmkd's reasons for them; a peak throughput: the share of the disk and the
 ratio the disk allows, how fast the apps demand memory without pressure,
 how busy kswapd ever was, bulk batch size against the unit, request size;
-reclaim CPU: its cost per page freed, kshrinkd's scanning per victim,
-victims that went back to the LRU; flash writes: pages written to swap per
-anon page reclaimed). Facts only, medians of the main campaign's ok runs,
+reclaim CPU: its cost per page freed, how much of it came until lmkd's
+last kill and after it, kshrinkd's scanning per victim, victims that went
+back to the LRU; flash writes: the swap out until the last kill and after
+it, the kills, pages written to swap per anon page reclaimed). Facts only, medians of the main campaign's ok runs,
 scheme beside base; the interpretation is the README's.
 """
 
@@ -178,6 +179,8 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
         ],
         "reclaim_cpu": [
             pair("reclaim_cpu_us_per_page", "reclaim CPU µs per page freed"),
+            pair("settled.until_last_kill.reclaim_cpu_s", "reclaim CPU s until lmkd's last kill"),
+            pair("settled.after_last_kill.reclaim_cpu_s", "reclaim CPU s after it"),
             _settled(schemes, scheme, base),
             pair("reclaim_cpu_s.kswapd", "kswapd CPU s"),
             _one(schemes, scheme, "reclaim_cpu_s.kshrinkd", "kshrinkd CPU s"),
@@ -189,6 +192,9 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
         ],
         "flash_writes": [
             pair("pswpout_mb", "swap out MB"),
+            pair("settled.until_last_kill.pswpout_mb", "swap out MB until lmkd's last kill"),
+            pair("settled.after_last_kill.pswpout_mb", "swap out MB after it"),
+            pair("kills", "LMKD kills"),
             pair("swap_writes_per_anon_freed", "pages written to swap per anon page reclaimed"),
             pair("pgmajfault", "major faults"),
             _per(schemes, scheme, "pmr.pmr_victim_putback", "pmr.pmr_victim_added",

@@ -22,7 +22,9 @@ first): how it settled after lmkd's last kill (settled_state.py) decides much
 of the rest, and medians hide which repetitions settled how.
 
 `ratios[scheme]` compares each scheme with "original": the ratio of the
-scheme's median to original's median (None where original's median is 0 or
+scheme's median to original's median (the reclaim CPU and the swap out
+also until lmkd's last kill, `settled.until_last_kill`: the work that does
+not depend on how many apps a scheme kept) (None where original's median is 0 or
 missing), and in `ratios[scheme]["spread"]` the min and max of the per-run
 ratios over reps that both schemes completed (rep i against rep i), and
 their median, given when there are at least two such pairs; in
@@ -54,13 +56,15 @@ NULLABLE = ("response_ms.mean", "response_ms.p50", "response_ms.p95", "reclaim_m
             "reclaim_cpu_us_per_page", "swap_writes_per_anon_freed", "anon_growth_peak_mbps")
 RATIO_FIGURES = ("response_ms.mean", "reclaim_mbps.peak", "kills", "allocstall",
                  "memory_stall_s.some", "reclaim_cpu_total", "reclaim_cpu_us_per_page",
-                 "pswpout_mb")
+                 "pswpout_mb", "settled.until_last_kill.reclaim_cpu_s",
+                 "settled.until_last_kill.pswpout_mb")
 # per-run groups of figures, possibly nested, None where a run has none
 NESTED = ("switch_kinds", "settled", "lru_balance", "pmr", "writeback", "bulk", "kswapd_rounds")
 # the figures `by_rep` lists for each repetition of a scheme
 BY_REP = ("kills", "memory_stall_s.some", "settled.last_kill_s", "settled.file_refaults_per_s",
           "settled.swap_free_mb_min", "settled.swap_full_s", "lru_balance.file_activated_share",
-          "response_ms.mean", "allocstall", "reclaim_cpu_total", "reclaim_cpu_us_per_page")
+          "response_ms.mean", "allocstall", "reclaim_cpu_total", "reclaim_cpu_us_per_page",
+          "settled.after_last_kill.reclaim_cpu_s", "pswpout_mb", "settled.after_last_kill.pswpout_mb")
 # groups that every scheme with ok runs has, as an object or null
 OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds")
 TOP_LEVEL = ("scenario", "profile", "dilation", "kernel", "qemu", "guest", "reps", "seed",

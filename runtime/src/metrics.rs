@@ -1,14 +1,17 @@
 //! The sampler thread: every `metrics.interval_ms` it appends one row to
 //! vmstat.csv (/proc/vmstat, every key in file order), psi.csv
 //! (/proc/pressure/memory), meminfo.csv (free memory and swap from
-//! /proc/meminfo, kB) and diskstat.csv (the swap device's
-//! /sys/block/<dev>/stat). Rows are timed from the workload start on a
+//! /proc/meminfo, kB), diskstat.csv (the swap device's
+//! /sys/block/<dev>/stat) and threads_cpu.csv (the reclaim threads' CPU
+//! seconds since the start, threads_cpu.rs). Rows are timed from the workload start on a
 //! fixed schedule (no drift); files are flushed every second so a crash
 //! keeps what was sampled.
 
 use crate::control::{spawn_thread, Control};
 use crate::proc_files::{self, MemInfo, DISKSTAT_FIELDS};
 use crate::psi::{self, MemoryPressure};
+use crate::sys;
+use crate::threads_cpu::{self, ThreadTicks};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::fs::File;
@@ -25,13 +28,18 @@ struct Sampler {
     psi: BufWriter<File>,
     meminfo: BufWriter<File>,
     diskstat: BufWriter<File>,
+    threads_cpu: BufWriter<File>,
     vmstat_keys: Vec<String>,
     swap_dev: String,
+    threads_at_start: ThreadTicks,
+    thread_names: Vec<String>,
+    ticks_per_second: u64,
 }
 
 pub fn spawn(
     out_dir: &Path,
     swap_dev: &str,
+    threads_at_start: &ThreadTicks,
     interval: Duration,
     start: Instant,
     control: Arc<Control>,
@@ -47,8 +55,12 @@ pub fn spawn(
         psi: create("psi.csv")?,
         meminfo: create("meminfo.csv")?,
         diskstat: create("diskstat.csv")?,
+        threads_cpu: create("threads_cpu.csv")?,
         vmstat_keys: Vec::new(),
         swap_dev: swap_dev.to_string(),
+        threads_at_start: threads_at_start.clone(),
+        thread_names: threads_cpu::names(threads_at_start),
+        ticks_per_second: sys::clock_ticks_per_second(),
     };
     writeln!(
         sampler.psi,
@@ -59,6 +71,11 @@ pub fn spawn(
         "t_ms,mem_free_kb,mem_available_kb,swap_total_kb,swap_free_kb"
     )?;
     writeln!(sampler.diskstat, "t_ms,dev,{}", DISKSTAT_FIELDS.join(","))?;
+    writeln!(
+        sampler.threads_cpu,
+        "t_ms,{}",
+        sampler.thread_names.join(",")
+    )?;
     Ok(spawn_thread(&control.clone(), "sampler", move || {
         if let Err(e) = sampler.run(interval, start, &control) {
             control.fail(format!("metrics sampler: {e:#}"));
@@ -106,6 +123,18 @@ impl Sampler {
             "{}",
             diskstat_row(t_ms, &self.swap_dev, &proc_files::parse_diskstat(&stat)?)
         )?;
+        let now = threads_cpu::reread(&self.threads_at_start);
+        writeln!(
+            self.threads_cpu,
+            "{}",
+            threads_cpu::csv_row(
+                t_ms,
+                &self.thread_names,
+                &self.threads_at_start,
+                &now,
+                self.ticks_per_second
+            )
+        )?;
         Ok(())
     }
 
@@ -115,6 +144,7 @@ impl Sampler {
             &mut self.psi,
             &mut self.meminfo,
             &mut self.diskstat,
+            &mut self.threads_cpu,
         ] {
             f.flush().context("cannot write a metrics CSV")?;
         }

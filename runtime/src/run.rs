@@ -120,15 +120,16 @@ impl<'a> Workload<'a> {
             events.clone(),
             control.clone(),
         )?;
+        let threads_at_start = threads_cpu::read(&spec.metrics.reclaim_threads);
         let sampler = metrics::spawn(
             &spec.out_dir,
             &phone.swap_dev,
+            &threads_at_start,
             ms(spec.metrics.interval_ms),
             start,
             control.clone(),
         )?;
         let (reaper, deaths) = child_reaper::spawn(registry.clone(), control.clone())?;
-        let threads_at_start = threads_cpu::read(&spec.metrics.reclaim_threads);
         let threads = vec![lmkd.spawn()?, sampler, reaper];
         Ok(Workload {
             spec,

@@ -3,6 +3,11 @@
 //! /proc/<pid>/stat is read at the start and at the end; a thread that
 //! appears later counts from zero, one that is gone at the end is lost.
 //! Threads with the same name are summed.
+//!
+//! `threads_cpu.csv` (written by the sampler, metrics.rs) holds the same
+//! sums over time: one column per thread name found at the start, the CPU
+//! seconds each used since the start, at every sample. Only the threads
+//! found at the start are followed there.
 
 use crate::proc_files::parse_proc_stat;
 use std::collections::{BTreeMap, HashMap};
@@ -23,6 +28,44 @@ pub fn read(prefixes: &[String]) -> ThreadTicks {
         wanted.then_some((pid, (stat.comm, stat.cpu_ticks)))
     })
     .collect()
+}
+
+/// The threads of `start` again, now; those gone or renamed are left out.
+pub fn reread(start: &ThreadTicks) -> ThreadTicks {
+    start
+        .iter()
+        .filter_map(|(pid, (name, _))| {
+            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let stat = parse_proc_stat(&text).ok()?;
+            (stat.comm == *name).then_some((*pid, (stat.comm, stat.cpu_ticks)))
+        })
+        .collect()
+}
+
+/// The thread names of `threads`, sorted, each once: threads_cpu.csv's columns.
+pub fn names(threads: &ThreadTicks) -> Vec<String> {
+    let names: std::collections::BTreeSet<&String> = threads.values().map(|(n, _)| n).collect();
+    names.into_iter().cloned().collect()
+}
+
+/// A threads_cpu.csv row: CPU seconds since `start` for each of `names`
+/// (empty where no thread of that name is left).
+pub fn csv_row(
+    t_ms: u64,
+    names: &[String],
+    start: &ThreadTicks,
+    now: &ThreadTicks,
+    ticks_per_second: u64,
+) -> String {
+    let cpu = cpu_seconds(start, now, ticks_per_second);
+    let mut row = t_ms.to_string();
+    for name in names {
+        row.push(',');
+        if let Some(s) = cpu.get(name) {
+            row.push_str(&format!("{s:.2}"));
+        }
+    }
+    row
 }
 
 pub fn cpu_seconds(
@@ -67,5 +110,20 @@ mod tests {
         assert_eq!(cpu["kswapd0"], 12.3);
         assert_eq!(cpu["kshrinkd0"], 4.5);
         assert_eq!(cpu["pmr_unmap"], 0.3);
+    }
+
+    #[test]
+    fn csv_columns_and_rows() {
+        let start: ThreadTicks = [
+            (41, ("kshrinkd0".to_string(), 7)),
+            (40, ("kswapd0".to_string(), 100)),
+        ]
+        .into();
+        let names = names(&start);
+        assert_eq!(names, ["kshrinkd0", "kswapd0"]);
+        let now: ThreadTicks = [(40, ("kswapd0".to_string(), 350))].into();
+        // kshrinkd0 gone: its cell stays empty
+        assert_eq!(csv_row(500, &names, &start, &now, 100), "500,,2.50");
+        assert_eq!(csv_row(0, &names, &start, &start, 100), "0,0.00,0.00");
     }
 }

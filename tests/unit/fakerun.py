@@ -96,6 +96,7 @@ def write_run(run_dir: Path, *, status: str = "ok",
     (run_dir / "swap_write_hist.json").write_text(json.dumps({"dev": swap_dev, "bytes": hist}))
     threads_cpu = threads_cpu if threads_cpu is not None else {"kswapd0": 4.2}
     (run_dir / "threads_cpu.json").write_text(json.dumps(threads_cpu))
+    _write_threads_cpu(run_dir / "threads_cpu.csv", sample_t_ms, threads_cpu)
     if trace is not None:
         (run_dir / "trace.txt").write_text(trace)
     for name in omit:
@@ -147,6 +148,16 @@ def _write_psi(path: Path, t_ms: list[int]) -> None:
 def _write_meminfo(path: Path, t_ms: list[int], swap_free_kb: list[int]) -> None:
     lines = ["t_ms,mem_free_kb,mem_available_kb,swap_total_kb,swap_free_kb"]
     lines += [f"{t},30000,90000,350000,{free}" for t, free in zip(t_ms, swap_free_kb)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _write_threads_cpu(path: Path, t_ms: list[int], totals: dict[str, float]) -> None:
+    """Each thread's CPU seconds rising linearly to its total in threads_cpu.json."""
+    names = sorted(totals)
+    lines = ["t_ms," + ",".join(names)]
+    last = len(t_ms) - 1
+    lines += [",".join([str(t), *(f"{totals[n] * i / last:.2f}" for n in names)])
+              for i, t in enumerate(t_ms)]
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -52,3 +52,54 @@ def test_a_run_without_meminfo_has_no_swap_figure_and_says_so(tmp_path):
 def test_a_kill_at_the_last_sample_leaves_no_rate(tmp_path):
     m = _run(tmp_path, [kill("opera", "low_mem_and_swap", t_ms=3000)])
     assert m.settled["file_refaults_per_s"] is None
+
+
+def _split_run(tmp_path, kills, **kw):
+    # 31 samples over 3 s: 3.0 s of reclaim CPU, 3000 pages reclaimed by
+    # kswapd and 600 by direct reclaim, 2560 pages (10 MB) swapped out
+    return load_run(write_run(tmp_path / "r", kills=kills,
+                              threads_cpu={"kswapd0": 2.4, "kshrinkd0": 0.6},
+                              vmstat_increments={"pgsteal_kswapd": 3000, "pgsteal_direct": 600,
+                                                 "pswpout": 2560}, **kw))
+
+
+def test_reclaim_work_split_at_the_last_kill(tmp_path):
+    m = _split_run(tmp_path, [kill("opera", "low_mem_and_swap", t_ms=500),
+                              kill("skype", "low_mem_and_swap", t_ms=2000)])
+    until, after = m.settled["until_last_kill"], m.settled["after_last_kill"]
+    assert until["reclaim_cpu_s"] == pytest.approx(2.0, abs=0.01)
+    assert after["reclaim_cpu_s"] == pytest.approx(1.0, abs=0.01)
+    assert until["pages_reclaimed"] == 2400 and after["pages_reclaimed"] == 1200
+    assert until["pswpout_mb"] == pytest.approx(20 / 3, abs=0.01)
+    assert after["pswpout_mb"] == pytest.approx(10 / 3, abs=0.01)
+
+
+def test_without_kills_all_the_work_comes_after(tmp_path):
+    m = _split_run(tmp_path, [])
+    assert m.settled["until_last_kill"] == {"reclaim_cpu_s": 0.0, "pages_reclaimed": 0,
+                                            "pswpout_mb": 0.0}
+    assert m.settled["after_last_kill"]["reclaim_cpu_s"] == pytest.approx(3.0)
+    assert m.settled["after_last_kill"]["pages_reclaimed"] == 3600
+
+
+def test_a_run_without_the_cpu_series_splits_the_rest(tmp_path):
+    m = _split_run(tmp_path, [kill("opera", "low_mem_and_swap", t_ms=1500)],
+                   omit=("threads_cpu.csv",))
+    assert m.settled["until_last_kill"]["reclaim_cpu_s"] is None
+    assert m.settled["after_last_kill"]["reclaim_cpu_s"] is None
+    assert m.settled["after_last_kill"]["pages_reclaimed"] == 1800
+    assert "threads_cpu.csv" in m.missing
+
+
+def test_samples_with_a_thread_gone_are_left_out(tmp_path):
+    run = write_run(tmp_path / "r", kills=[kill("opera", "low_mem_and_swap", t_ms=1000)],
+                    threads_cpu={"kswapd0": 2.4, "kshrinkd0": 0.6})
+    path = run / "threads_cpu.csv"
+    lines = path.read_text().splitlines()
+    # kshrinkd0 gone from the sample at 1 s: that sample cannot be summed (as 0.8 s
+    # of kswapd0 alone); the samples around it give 1 s
+    t, _, kswapd = lines[11].split(",")
+    lines[11] = f"{t},,{kswapd}"
+    path.write_text("\n".join(lines) + "\n")
+    m = load_run(run)
+    assert m.settled["until_last_kill"]["reclaim_cpu_s"] == pytest.approx(1.0, abs=0.01)

@@ -231,7 +231,8 @@ def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
                             "settled.file_refaults_per_s", "settled.swap_free_mb_min",
                             "settled.swap_full_s", "lru_balance.file_activated_share",
                             "response_ms.mean", "allocstall", "reclaim_cpu_total",
-                            "reclaim_cpu_us_per_page"}
+                            "reclaim_cpu_us_per_page", "settled.after_last_kill.reclaim_cpu_s",
+                            "pswpout_mb", "settled.after_last_kill.pswpout_mb"}
     broken = copy.deepcopy(s)
     broken["schemes"]["original"]["by_rep"].pop()
     assert any("by_rep" in p for p in validate_summary(broken))
