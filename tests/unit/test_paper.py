@@ -216,7 +216,7 @@ def make_run(profile: str, scheme: str, rep: int) -> dict:
                                      task="kshrinkd0", pid=38))
     threads = {"kswapd0": kswapd, **({"kshrinkd0": kshrinkd} if kshrinkd else {})}
     return {"switches": [switch("chrome", "cold", resp, 0), switch("youtube", "hot", resp, 0)],
-            "kills": [{"t_ms": 6000, "type": "kill", "app": "x", "pid": 1, "adj": 950,
+            "kills": [{"t_ms": 3000, "type": "kill", "app": "x", "pid": 1, "adj": 950,
                        "rss_kb": 1, "level": "medium", "reason": "r"}] * kills,
             "vmstat_increments": {"allocstall_normal": allocstall, "pswpout": pswpout},
             "write_sectors": ramp([0, peak / 2, peak, 0]), "threads_cpu": threads,
@@ -292,9 +292,14 @@ def test_fig5_split_and_table3_beside_the_paper(quick_out):
     t3 = _rows(md, "Table 3")
     assert t3["original"][1:5] == ["10.0", "0.00", "10.0", "1"]
     assert t3["pmr"][1:5] == ["6.00", "4.50", "10.5", "1.050"]
+    # the kills come 3 s into the 4-s runs: three quarters of the CPU until then
+    assert t3["original"][5:7] == ["7.50", "1"]
+    assert t3["pmr"][5] == "7.88"   # threads_cpu.csv's two decimals: 7.88 / 7.50 = 1.051
+    assert float(t3["pmr"][6]) == pytest.approx(1.05, abs=0.002)
     assert t3["pmr"][-4:] == ["14.51", "11.10", "25.61", "1.053"]
     flash = _rows(md, "Flash write volume")
-    assert flash["pmr"][2] == f"{27000 / 25600:.3f}" and flash["pmr"][3].startswith("1.121")
+    assert flash["pmr"][2] == f"{27000 / 25600:.3f}" and flash["pmr"][-1].startswith("1.121")
+    assert flash["pmr"][3:5] == [f"{27000 * 0.75 / 256:.1f}", f"{27000 / 25600:.3f}"]
 
 
 def test_fig14_and_sweeps(quick_out):
