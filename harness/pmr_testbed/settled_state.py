@@ -79,8 +79,8 @@ def work_split(since_ms: float, vmstat: Table, threads_cpu: Table | None) -> dic
     after: dict = {"reclaim_cpu_s": None}
     for name, t, values, scale in ([("reclaim_cpu_s", *cpu, 1.0)] if cpu else []) + series:
         at = float(np.interp(since_ms, t, values))
-        until[name] = (at - values[0]) * scale
-        after[name] = (values[-1] - at) * scale
+        until[name] = float((at - values[0]) * scale)
+        after[name] = float((values[-1] - at) * scale)
     until["pages_reclaimed"] = round(until["pages_reclaimed"])
     after["pages_reclaimed"] = round(after["pages_reclaimed"])
     return {"until_last_kill": until, "after_last_kill": after}
