@@ -852,7 +852,8 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
         "Table 3 (seconds over its workload on the phone: compare the ratios). \"Until lmkd's "
         "last kill\": all reclaim threads' CPU from the start to each run's last kill "
         "(threads_cpu.csv): a scheme that kills fewer apps has more of them to reclaim from "
-        "after it, so this part compares the schemes on the same apps.", "",
+        "after it, so this part compares the schemes over lmkd's kills only (a span that ends "
+        "at a different time in each run).", "",
         *(table3(schemes, main_ok) or ["The main campaign has no results yet."]), "",
         "## Flash write volume", "",
         "Swap-out volume per run (pswpout), also until each run's last lmkd kill; the paper "

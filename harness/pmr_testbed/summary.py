@@ -23,8 +23,9 @@ of the rest, and medians hide which repetitions settled how.
 
 `ratios[scheme]` compares each scheme with "original": the ratio of the
 scheme's median to original's median (the reclaim CPU and the swap out
-also until lmkd's last kill, `settled.until_last_kill`: the work that does
-not depend on how many apps a scheme kept) (None where original's median is 0 or
+also until lmkd's last kill, `settled.until_last_kill`: over the kills,
+before the runs part ways on how many apps they keep) (None where
+original's median is 0 or
 missing), and in `ratios[scheme]["spread"]` the min and max of the per-run
 ratios over reps that both schemes completed (rep i against rep i), and
 their median, given when there are at least two such pairs; in
