@@ -3,9 +3,9 @@
 //! (/proc/pressure/memory), meminfo.csv (free memory and swap from
 //! /proc/meminfo, kB), diskstat.csv (the swap device's
 //! /sys/block/<dev>/stat) and threads_cpu.csv (the reclaim threads' CPU
-//! seconds since the start, threads_cpu.rs). Rows are timed from the workload start on a
-//! fixed schedule (no drift); files are flushed every second so a crash
-//! keeps what was sampled.
+//! seconds since the start, threads_cpu.rs). Rows are timed from the
+//! workload start on a fixed schedule (no drift); files are flushed every
+//! second so a crash keeps what was sampled.
 
 use crate::control::{spawn_thread, Control};
 use crate::proc_files::{self, MemInfo, DISKSTAT_FIELDS};
