@@ -81,7 +81,8 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
 
 A run whose run.json is missing or not `"status": "ok"` is never a result:
 `load_run` raises `RunError`. Missing optional files (threads_cpu.json,
-swap_write_hist.json, meminfo.csv, threads_cpu.csv) are recorded as None and named in `missing`.
+swap_write_hist.json, meminfo.csv, threads_cpu.csv) are recorded as None
+and named in `missing`.
 """
 
 from __future__ import annotations

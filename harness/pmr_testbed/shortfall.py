@@ -12,8 +12,9 @@ how busy kswapd ever was, bulk batch size against the unit, request size;
 reclaim CPU: its cost per page freed, how much of it came until lmkd's
 last kill and after it, kshrinkd's scanning per victim, victims that went
 back to the LRU; flash writes: the swap out until the last kill and after
-it, the kills, pages written to swap per anon page reclaimed). Facts only, medians of the main campaign's ok runs,
-scheme beside base; the interpretation is the README's.
+it, the kills, pages written to swap per anon page reclaimed). Facts only,
+medians of the main campaign's ok runs, scheme beside base; the
+interpretation is the README's.
 """
 
 from __future__ import annotations
