@@ -624,11 +624,10 @@ def table3(schemes: dict[str, dict], ok: dict[str, list[Run]] | None) -> list[st
         total = None if kswapd is None else kswapd + (kshrinkd or 0.0)
         other = sum(v for k, v in cpu.items() if k not in ("kswapd", "kshrinkd"))
         paper = PAPER_TABLE3.get(n)
-        ratio = _median_ratio(paired_ratios(ok, n, BASELINE, CPU_KK)) if n != BASELINE else "1"
         rows.append([n, _e_cell(e, "reclaim_cpu_s.kswapd"),
                      _e_cell(e, "reclaim_cpu_s.kshrinkd") if "kshrinkd" in cpu else _fmt(kshrinkd),
-                     _fmt(total), ratio, _e_cell(e, UNTIL_KILL_CPU),
-                     _until_kill_ratio(ok, n, UNTIL_KILL_CPU), _fmt(other) if other else "–",
+                     _fmt(total), _base_ratio(ok, n, CPU_KK), _e_cell(e, UNTIL_KILL_CPU),
+                     _base_ratio(ok, n, UNTIL_KILL_CPU), _fmt(other) if other else "–",
                      *(("–",) * 4 if paper is None else
                        (f"{paper[0]:.2f}", f"{paper[1]:.2f}", f"{sum(paper):.2f}",
                         f"{sum(paper) / sum(PAPER_TABLE3['original']):.3f}"))])
@@ -641,15 +640,17 @@ def table3(schemes: dict[str, dict], ok: dict[str, list[Run]] | None) -> list[st
 def flash_table(schemes: dict[str, dict], ok: dict[str, list[Run]] | None) -> list[str]:
     paper = {"pmr": "1.121 (§5.6)"}
     rows = [[n, _e_cell(e, "pswpout_mb"),
-             "1" if n == BASELINE else _median_ratio(paired_ratios(ok, n, BASELINE, "pswpout_mb")),
-             _e_cell(e, UNTIL_KILL_SWAP), _until_kill_ratio(ok, n, UNTIL_KILL_SWAP),
+             _base_ratio(ok, n, "pswpout_mb"),
+             _e_cell(e, UNTIL_KILL_SWAP), _base_ratio(ok, n, UNTIL_KILL_SWAP),
              paper.get(n, "–")] for n, e in schemes.items()]
     return _table(["scheme", "swap out MB (pswpout)", "÷ original (paired)",
                    "until lmkd's last kill MB", "÷ original (paired)", "paper ÷ original"],
                   rows) if rows else []
 
 
-def _until_kill_ratio(ok: dict[str, list[Run]] | None, scheme: str, figure: str) -> str:
+def _base_ratio(ok: dict[str, list[Run]] | None, scheme: str, figure: str) -> str:
+    """A table cell: the median [min, max] of scheme / original per paired
+    rep, "1" for original itself."""
     return "1" if scheme == BASELINE else _median_ratio(paired_ratios(ok, scheme, BASELINE, figure))
 
 

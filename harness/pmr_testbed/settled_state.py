@@ -56,17 +56,18 @@ def settled_state(kills: list[dict], vmstat: Table, meminfo: Table | None,
             "file_refaults_per_s": None if rate is None else float(rate),
             "swap_free_mb_min": swap_free_min_mb(meminfo, since_ms),
             "swap_full_s": swap_full_s(meminfo, since_ms),
-            **work_split(since_ms, vmstat, threads_cpu)}
+            **work_split(since_ms, t_ms, vmstat, threads_cpu)}
 
 
 PAGE_MB = 4096 / 2**20
 
 
-def work_split(since_ms: float, vmstat: Table, threads_cpu: Table | None) -> dict:
+def work_split(since_ms: float, t_ms: np.ndarray, vmstat: Table,
+               threads_cpu: Table | None) -> dict:
     """`until_last_kill` and `after_last_kill` (see the module docstring):
-    each cumulative counter interpolated at `since_ms` and differenced."""
+    each cumulative counter interpolated at `since_ms` and differenced;
+    `t_ms` are vmstat's sample times."""
     header, rows = vmstat
-    t_ms = np.array([float(r[header.index("t_ms")]) for r in rows])
 
     def counter(*keys: str) -> np.ndarray:
         cols = [header.index(k) for k in keys]

@@ -91,20 +91,22 @@ pub fn cpu_seconds(
 mod tests {
     use super::*;
 
+    fn ticks(threads: &[(i32, &str, u64)]) -> ThreadTicks {
+        threads
+            .iter()
+            .map(|&(pid, name, t)| (pid, (name.to_string(), t)))
+            .collect()
+    }
+
     #[test]
     fn differences_new_threads_and_duplicates() {
-        let start: ThreadTicks = [
-            (40, ("kswapd0".to_string(), 100)),
-            (41, ("kshrinkd0".to_string(), 7)),
-        ]
-        .into();
-        let end: ThreadTicks = [
-            (40, ("kswapd0".to_string(), 1330)),
-            (41, ("kshrinkd0".to_string(), 457)),
-            (90, ("pmr_unmap".to_string(), 25)), // appeared during the run
-            (91, ("pmr_unmap".to_string(), 5)),
-        ]
-        .into();
+        let start = ticks(&[(40, "kswapd0", 100), (41, "kshrinkd0", 7)]);
+        let end = ticks(&[
+            (40, "kswapd0", 1330),
+            (41, "kshrinkd0", 457),
+            (90, "pmr_unmap", 25), // appeared during the run
+            (91, "pmr_unmap", 5),
+        ]);
         let cpu = cpu_seconds(&start, &end, 100);
         assert_eq!(cpu.len(), 3);
         assert_eq!(cpu["kswapd0"], 12.3);
@@ -114,14 +116,10 @@ mod tests {
 
     #[test]
     fn csv_columns_and_rows() {
-        let start: ThreadTicks = [
-            (41, ("kshrinkd0".to_string(), 7)),
-            (40, ("kswapd0".to_string(), 100)),
-        ]
-        .into();
+        let start = ticks(&[(41, "kshrinkd0", 7), (40, "kswapd0", 100)]);
         let names = names(&start);
         assert_eq!(names, ["kshrinkd0", "kswapd0"]);
-        let now: ThreadTicks = [(40, ("kswapd0".to_string(), 350))].into();
+        let now = ticks(&[(40, "kswapd0", 350)]);
         // kshrinkd0 gone: its cell stays empty
         assert_eq!(csv_row(500, &names, &start, &now, 100), "500,,2.50");
         assert_eq!(csv_row(0, &names, &start, &start, 100), "0,0.00,0.00");
