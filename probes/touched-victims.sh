@@ -20,7 +20,16 @@
 #    of the victims it takes). Passed when 512 kB or more of odd pages were
 #    paged out and at most a tenth as many even ones; failed if more even
 #    ones than that were paged out; inconclusive when the odd pages are
-#    too few to tell, or the victims were not made within the 90 s.
+#    too few to tell, or the victims were not made within the 90 s;
+# 5. `app` reads its odd pages. Those reclaim paged out and still holds
+#    in the swap cache (lib/paged_out.py) fault back from there, and
+#    pmr_victim_swapin must count at least half of them (failed
+#    otherwise): not all, as a paged-out victim that compaction isolates
+#    meanwhile goes back to the LRU as an ordinary folio, and reclaim
+#    that scans the LRU lists pages out folios that are not victims
+#    (275 of 325 counted in one run of `make test`);
+# 6. `app` is killed: pmr_victim_freed must count at least 9 in 10 of the
+#    anon victims it held (failed otherwise).
 #
 # Reclaim that runs out of victims scans the LRU lists, where a page used
 # once is kept and looked at again at the next priority: hence the small
@@ -33,6 +42,7 @@ lib=$(dirname "$0")/lib
 save_states() { python3 "$lib/page_states.py" save "/proc/$app/pagemap" "$addr" "$pages" "$1"; }
 
 setup_probe "$mode"
+need_keys /proc/vmstat pmr_victim_swapin pmr_victim_freed
 echo 65536 >/proc/sys/vm/pmr_victim_target_kbytes
 mkdir "$cg/app"
 need_victims "$cg/app/memory.stat"
@@ -56,7 +66,6 @@ log "touched the even pages: anon victims $v1; asking for $ask bytes"
 if echo "$ask" >"$cg/app/memory.reclaim" 2>/dev/null; then rc=done; else rc="fell short"; fi
 save_states "$out/after"
 log "memory.reclaim: $rc; anon victims $(anon_victims app) anon $(memstat app anon)"
-kill "$app" 2>/dev/null || true
 
 set -- $(python3 "$lib/page_states.py" paged-out "$out/before" "$out/after")
 even=$2 odd=$4
@@ -64,4 +73,24 @@ log "paged out by the reclaim: $even touched (even) pages, $odd untouched (odd) 
 [ "$odd" -ge 128 ] || verdict 2 "reclaim paged out $odd untouched pages, under 128: too few to tell"
 [ $((even * 10)) -le "$odd" ] ||
 	verdict 1 "reclaim paged out $even pages used since they were picked, against $odd unused ones"
-verdict 0 "reclaim paged out $odd unused pages and $even used since they were picked"
+
+cached=$(($(python3 "$lib/paged_out.py" "$cg/app") / 4096))
+s0=$(vmstat pmr_victim_swapin)
+kill -USR2 "$app"
+wait_for 60 test -e "$out/app.odd" || verdict 2 "app did not touch its odd pages within 60 s"
+swapin=$(($(vmstat pmr_victim_swapin) - s0))
+log "read the odd pages: $cached pages were paged out and in the swap cache;" \
+    "pmr_victim_swapin +$swapin"
+[ $((swapin * 2)) -ge "$cached" ] ||
+	verdict 1 "pmr_victim_swapin counted $swapin of $cached paged-out victims mapped again"
+
+held=$(($(anon_victims app) / 4096))
+f0=$(vmstat pmr_victim_freed)
+kill "$app"
+wait "$app" 2>/dev/null || true
+freed=$(($(vmstat pmr_victim_freed) - f0))
+log "app killed holding $held pages of anon victims: pmr_victim_freed +$freed"
+[ $((freed * 10)) -ge $((held * 9)) ] ||
+	verdict 1 "pmr_victim_freed counted $freed of the $held victim pages app held when killed"
+counted="$swapin of $cached paged-out victims counted as mapped again, $freed of $held as freed"
+verdict 0 "reclaim paged out $odd unused pages and $even used since they were picked; $counted"

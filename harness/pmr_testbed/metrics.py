@@ -72,6 +72,9 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
 - `lru_balance` (lru_balance.py): how reclaim balanced the LRU lists: file
   refaults and the share of them activated, pages deactivated, the mean
   active and inactive file lists and file victims.
+- `swap_fate` (swap_fate.py): what became of the pages written to swap:
+  freed by reclaim, still in the swap cache at the end, or dropped (mapped
+  again, or freed by their owner) - the writes that freed no memory.
 - `kswapd_rounds` (kswapd_rounds.py, paper Figs. 5 and 6): kswapd's reclaim
   rounds from the `mm_vmscan_kswapd_round` tracepoint, each split into page
   shrinking and page writeback, and the largest share of a second kswapd
@@ -100,6 +103,7 @@ from .errors import UserError
 from .kswapd_rounds import KswapdRound, kswapd_rounds, round_figures
 from .lru_balance import lru_balance
 from .settled_state import settled_state
+from .swap_fate import swap_fate
 from .trace import Trace, kshrinkd_rounds, read_trace
 from .writeback import BULK_COUNTERS, bulk_figures, unmap_window_us_per_page, writeback_figures
 
@@ -117,8 +121,9 @@ OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json", "meminfo.csv",
 # series, one for both before
 VICTIM_KEYS = ("nr_victim_anon", "nr_victim_file")
 ONE_LIST_VICTIM_KEY = "nr_victim"
+# pmr_victim_swapin and pmr_victim_freed since patch 27 of the series
 PMR_EVENTS = ("kshrinkd_wake", "pgscan_kshrinkd", "pmr_victim_added", "pmr_victim_reclaimed",
-              "pmr_victim_putback", *BULK_COUNTERS)
+              "pmr_victim_putback", "pmr_victim_swapin", "pmr_victim_freed", *BULK_COUNTERS)
 
 
 class RunError(UserError):
@@ -139,6 +144,7 @@ class RunMetrics:
     kills_by_reason: dict[str, int]
     settled: dict
     lru_balance: dict | None
+    swap_fate: dict | None
     reclaim_t_s: list[float]
     reclaim_series_mbps: list[float]
     reclaim_mbps: dict[str, float | None]
@@ -213,6 +219,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         kills_by_reason=dict(Counter(k["reason"] for k in kills)),
         settled=settled_state(kills, vmstat, meminfo, threads_cpu),
         lru_balance=lru_balance(vmstat),
+        swap_fate=swap_fate(vmstat),
         reclaim_t_s=t_s,
         reclaim_series_mbps=mbps,
         reclaim_mbps=throughput_stats(mbps),

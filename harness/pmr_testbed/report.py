@@ -551,6 +551,25 @@ def lru_balance_table(schemes: dict[str, dict]) -> list[str]:
     return _table(["scheme", *(title for _, title in LRU_BALANCE_COLUMNS)], rows) if rows else []
 
 
+SWAP_FATE_COLUMNS = [("swap_fate.written_mb", "written MB"),
+                     ("swap_fate.anon_freed_mb", "anon freed MB"),
+                     ("swap_fate.written_not_freed_mb", "written, not freed MB"),
+                     ("swap_fate.swap_cache_end_mb", "in swap cache at end MB"),
+                     ("swap_fate.dropped_mb", "dropped MB")]
+# patch 27's counters: columns only when some scheme's kernel has them
+SWAP_FATE_PMR_COLUMNS = [("pmr.pmr_victim_swapin", "victims swapped in"),
+                         ("pmr.pmr_victim_freed", "victims freed by owner")]
+
+
+def swap_fate_table(schemes: dict[str, dict]) -> list[str]:
+    """What became of the pages written to swap (swap_fate.py)."""
+    columns = SWAP_FATE_COLUMNS + [c for c in SWAP_FATE_PMR_COLUMNS
+                                   if any(get_path(e, c[0]) is not None
+                                          for e in schemes.values())]
+    rows = _rows(schemes, columns, lambda e: e.get("swap_fate"))
+    return _table(["scheme", *(title for _, title in columns)], rows) if rows else []
+
+
 def pmr_table(schemes: dict[str, dict]) -> list[str]:
     """PMR's counters, for the schemes run on a kernel that has them."""
     with_pmr = {name: e for name, e in schemes.items() if e.get("pmr")}
@@ -790,6 +809,15 @@ def render_markdown(s: dict) -> str:
                   "as inactive pages (PMR before patch 25), kshrinkd's victims shorten the "
                   "active lists and lower the share activated.", "",
                   *balance, ""]
+    if fate := swap_fate_table(s["schemes"]):
+        lines += ["What became of the pages written to swap (pswpout): freed by reclaim "
+                  "(pgsteal_anon), or not - net of anon pages freed twice without a second "
+                  "write. Of those not freed, some are still in the swap cache at the end "
+                  "(the growth of nr_swapcached); the rest were dropped: mapped again and "
+                  "their swap copy thrown away, or freed by their owner. On a PMR kernel "
+                  "with patch 27, the faults that mapped a victim again after reclaim paged "
+                  "it out, and the victim pages their owner freed (pages; both 0 where "
+                  "vm.pmr_mode is 0).", "", *fate, ""]
     if cpu := cpu_table(s["schemes"]):
         lines += ["Reclaim CPU seconds by thread family:", "", *cpu, ""]
     if pmr := pmr_table(s["schemes"]):

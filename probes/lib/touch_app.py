@@ -8,7 +8,8 @@ Maps MEGABYTES of private anon memory, writes every page once, and writes
 STATE.addr. On SIGUSR1 it reads one byte of every even page of the area
 (page 0, 2, 4...), which sets the accessed bit of their page table entries
 and faults back in those that were paged out, then writes the sum of the
-bytes read to STATE.touched.
+bytes read to STATE.touched; on SIGUSR2 it does the same with the odd
+pages (1, 3, 5...) and STATE.odd.
 It stays until killed. Runs in the guest with the host's python3 and its
 standard library only.
 """
@@ -33,15 +34,16 @@ def main() -> None:
         f.write(f"{address:x} {size // PAGE}\n")
     os.rename(state + ".addr.tmp", state + ".addr")
 
-    def touch(_signum, _frame) -> None:
+    def touch(first_page: int, done: str) -> None:
         total = 0
-        for offset in range(0, size, 2 * PAGE):
+        for offset in range(first_page * PAGE, size, 2 * PAGE):
             total += area[offset]
-        with open(state + ".touched.tmp", "w") as f:
+        with open(done + ".tmp", "w") as f:
             f.write(f"{total}\n")
-        os.rename(state + ".touched.tmp", state + ".touched")
+        os.rename(done + ".tmp", done)
 
-    signal.signal(signal.SIGUSR1, touch)
+    signal.signal(signal.SIGUSR1, lambda _s, _f: touch(0, state + ".touched"))
+    signal.signal(signal.SIGUSR2, lambda _s, _f: touch(1, state + ".odd"))
     while True:
         signal.pause()
 

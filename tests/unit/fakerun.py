@@ -17,7 +17,8 @@ VMSTAT_KEYS = [
     "nr_free_pages", "nr_zone_inactive_anon", "nr_zone_active_anon", "nr_zone_inactive_file",
     "nr_zone_active_file", "nr_inactive_anon", "nr_active_anon", "nr_inactive_file",
     "nr_active_file", "workingset_refault_anon", "workingset_refault_file",
-    "workingset_activate_anon", "workingset_activate_file", "pgpgin", "pgpgout", "pswpin", "pswpout", "pgalloc_dma",
+    "workingset_activate_anon", "workingset_activate_file", "nr_swapcached", "pgpgin",
+    "pgpgout", "pswpin", "pswpout", "pgalloc_dma",
     "pgalloc_dma32", "pgalloc_normal", "pgalloc_movable", "allocstall_dma", "allocstall_dma32",
     "allocstall_normal", "allocstall_movable", "pgskip_dma", "pgfree", "pgactivate",
     "pgdeactivate", "pgfault", "pgmajfault", "pgrefill", "pgsteal_kswapd", "pgsteal_direct",
@@ -29,7 +30,7 @@ VMSTAT_KEYS = [
 PMR_VMSTAT_KEYS = [
     "nr_victim_anon", "nr_victim_file",
     "pmr_victim_added", "pmr_victim_reclaimed", "pmr_victim_putback",
-    "pgscan_kshrinkd", "kshrinkd_wake",
+    "pmr_victim_swapin", "pmr_victim_freed", "pgscan_kshrinkd", "kshrinkd_wake",
     "pmr_batch", "pmr_batch_pages", "pmr_batch_pageout", "pmr_batch_unmap_us",
 ]
 DISKSTAT_FIELDS = [

@@ -82,11 +82,17 @@ def test_report_writes_markdown_and_four_plots(tmp_path):
             "30.0 [30.0, 30.0] | 20.0 [20.0, 20.0] | 40.0 [40.0, 40.0] | 50.5 [50.3, 50.7] | "
             "4.00 [4.00, 4.00] |") in hot_cost
     # the LRU balance: a row per scheme (the fake vmstat has its counters)
-    balance = md.split("How reclaim balanced")[1].split("Reclaim CPU seconds")[0]
+    balance = md.split("How reclaim balanced")[1].split("What became of the pages")[0]
     assert [line.split(" |")[0] for line in balance.splitlines()
             if line.startswith("| ") and "---" not in line] == [
         "| scheme", "| original", "| mglru", "| pmr"]
     assert "| share activated |" in balance
+    # the pages written to swap: 100 and 200 MB by rep, none freed by reclaim, none in the
+    # swap cache; no patch-27 columns, as no fake kernel has the counters
+    fate = md.split("What became of the pages")[1].split("Reclaim CPU seconds")[0]
+    assert ("| pmr | 150 [100, 200] | 0.00 [0.00, 0.00] | 150 [100, 200] | 0.00 [0.00, 0.00] | "
+            "150 [100, 200] |") in fate
+    assert "victims swapped in" not in fate
     assert "factor 3.20" in md and "swap_bps_write 400.0 MB/s" in md
     # kills 6/7, 4/5 and 2/3 by rep, all for one reason
     assert ("LMKD kills by reason (median per reason): original low_swap_and_thrashing 6.50; "
