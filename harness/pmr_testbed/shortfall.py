@@ -198,7 +198,7 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
             pair("kills", "LMKD kills"),
             pair("swap_writes_per_anon_freed", "pages written to swap per anon page reclaimed"),
             pair("swap_fate.written_not_freed_mb", "swap out MB that reclaim did not free"),
-            pair("swap_fate.swap_cache_end_mb", "of which still in the swap cache at the end"),
+            pair("swap_fate.swap_cache_end_mb", "swap cache grown over the run MB"),
             _one(schemes, scheme, "pmr.pmr_victim_swapin",
                  "victims mapped again after reclaim paged them out"),
             _one(schemes, scheme, "pmr.pmr_victim_freed", "victim pages freed by their owner"),

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from pmr_testbed.metrics import load_run
 from pmr_testbed.summary import load_campaign
+from pmr_testbed.swap_fate import PAGE_MB
 
-PAGE_MB = 4096 / 2**20
 COLUMNS = ["run", "kills", "written MB", "anon freed MB", "not freed MB", "in swap cache at end MB",
            "dropped MB", "victims swapped in MB", "victims freed by owner MB", "pswpin MB",
            "response ms"]
