@@ -9,7 +9,10 @@ STATE.addr. On SIGUSR1 it reads one byte of every even page of the area
 (page 0, 2, 4...), which sets the accessed bit of their page table entries
 and faults back in those that were paged out, then writes the sum of the
 bytes read to STATE.touched; on SIGUSR2 it does the same with the odd
-pages (1, 3, 5...) and STATE.odd.
+pages (1, 3, 5...) and STATE.odd, after writing to STATE.incore what
+mincore(2) says of every page of the area before the reads, one
+character a page: `1` in memory, `0` not. For a page whose page table
+entry holds a swap entry, in memory means in the swap cache.
 It stays until killed. Runs in the guest with the host's python3 and its
 standard library only.
 """
@@ -34,6 +37,19 @@ def main() -> None:
         f.write(f"{address:x} {size // PAGE}\n")
     os.rename(state + ".addr.tmp", state + ".addr")
 
+    def save_incore() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        vec = (ctypes.c_ubyte * (size // PAGE))()
+        if libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(size), vec) != 0:
+            raise OSError(ctypes.get_errno(), "mincore")
+        with open(state + ".incore.tmp", "w") as f:
+            f.write("".join("1" if v & 1 else "0" for v in vec))
+        os.rename(state + ".incore.tmp", state + ".incore")
+
+    def touch_odd() -> None:
+        save_incore()
+        touch(1, state + ".odd")
+
     def touch(first_page: int, done: str) -> None:
         total = 0
         for offset in range(first_page * PAGE, size, 2 * PAGE):
@@ -43,7 +59,7 @@ def main() -> None:
         os.rename(done + ".tmp", done)
 
     signal.signal(signal.SIGUSR1, lambda _s, _f: touch(0, state + ".touched"))
-    signal.signal(signal.SIGUSR2, lambda _s, _f: touch(1, state + ".odd"))
+    signal.signal(signal.SIGUSR2, lambda _s, _f: touch_odd())
     while True:
         signal.pause()
 

@@ -211,6 +211,17 @@ def test_page_states_counts_the_pages_paged_out_by_parity(tmp_path):
     assert res.stdout.split() == ["even", "2", "odd", "1"]
 
 
+def test_page_states_counts_the_paged_out_pages_still_in_memory(tmp_path):
+    # paged out: 0, 3, 4 (as above); of them, mincore finds 3 and 4 in memory
+    (tmp_path / "before").write_text("pppppps-")
+    (tmp_path / "after").write_text("sppsspss")
+    (tmp_path / "incore").write_text("01011011")
+    res = subprocess.run([sys.executable, str(PAGE_STATES), "swap-cached",
+                          *(str(tmp_path / f) for f in ("before", "after", "incore"))],
+                         capture_output=True, text=True, check=True)
+    assert res.stdout.split() == ["even", "1", "odd", "1"]
+
+
 def test_page_states_refuses_a_short_pagemap_and_bad_usage(tmp_path):
     (tmp_path / "pagemap").write_bytes(array("Q", [0, 0]).tobytes())
     res = subprocess.run([sys.executable, str(PAGE_STATES), "save", str(tmp_path / "pagemap"),
@@ -230,7 +241,7 @@ def _wait_for(path: Path, seconds: float = 20) -> None:
         time.sleep(0.05)
 
 
-def test_touch_app_writes_its_area_and_reads_the_even_pages_on_sigusr1(tmp_path):
+def test_touch_app_writes_its_area_and_reads_the_even_then_odd_pages_on_signal(tmp_path):
     state = tmp_path / "app"
     app = subprocess.Popen([sys.executable, str(TOUCH_APP), "1", str(state)])
     try:
@@ -245,6 +256,12 @@ def test_touch_app_writes_its_area_and_reads_the_even_pages_on_sigusr1(tmp_path)
         # page i holds 1 + i % 255: the sum of the even pages' bytes
         expected = sum(1 + i % 255 for i in range(0, int(pages), 2))
         assert int(Path(f"{state}.touched").read_text()) == expected
+        app.send_signal(signal.SIGUSR2)
+        _wait_for(Path(f"{state}.odd"))
+        expected = sum(1 + i % 255 for i in range(1, int(pages), 2))
+        assert int(Path(f"{state}.odd").read_text()) == expected
+        # mincore before the reads: every page written and none swapped, so all in memory
+        assert Path(f"{state}.incore").read_text() == "1" * int(pages)
     finally:
         app.kill()
         app.wait()
