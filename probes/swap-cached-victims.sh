@@ -13,6 +13,12 @@
 #    all). The victims that reclaim paged out last stay on the list,
 #    paged out (in the swap cache, mapped by no page table:
 #    lib/paged_out.py), until the next take frees them;
+#    2b. reclaim writes victims when it takes them, and once the load has
+#    ended none may have been written yet (a CI run had 3.5 MB of
+#    victims and 16 kB paged out). While under 256 kB of `cold`'s anon is
+#    paged out, memory.reclaim asks it for 256 kB with swap, and the
+#    probe waits a second for the writes (four times at most). The
+#    victims written last stay on the list, paged out;
 # 3. `cold`'s memory.swap.max is set to what it uses: it may swap no
 #    more, as on a phone whose swap has run full. memory.reclaim asks it
 #    for its page cache and its paged-out anon. With no swap left,
@@ -70,6 +76,15 @@ load_until_victims cold $((4 << 20)) $((2 << 20))
 v=$victims
 [ "$v" -ge $((2 << 20)) ] || verdict 2 "cold never kept 2 MB of anon victims: nothing to tell"
 log_cold "after load"
+# Step 2b (see the header): victims are written when reclaim takes them,
+# so none may be paged out yet once the load has ended.
+tries=0
+while [ "$(paged_out cold)" -lt $((256 << 10)) ] && [ "$tries" -lt 4 ]; do
+	echo 256K >"$cg/cold/memory.reclaim" 2>/dev/null || true
+	sleep 1
+	tries=$((tries + 1))
+	log_cold "after priming reclaim $tries"
+done
 
 # Step 3: no swap left for `cold`; what reclaim may free is its page cache
 # and its paged-out anon victims: ask for both and more (it falls short,
