@@ -5,8 +5,9 @@ place; the run directory is shared read-write (`--rwdir`) and receives all
 results. The swap disk's QEMU throttling comes from the device profile. A
 guest that exits non-zero, panics, or outlives its deadline raises GuestError
 carrying the console tail; whatever it wrote so far stays in the run dir.
-A guest whose kernel never starts virtme-ng's init is booted once more: the
-workload had not begun, so nothing of a run is lost or repeated.
+A guest whose kernel never starts virtme-ng's init (it hangs, or exits
+non-zero before) is booted once more: the workload had not begun, so nothing
+of a run is lost or repeated.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ KVM_PROBE_TIMEOUT_S = 10
 # The kernel starts virtme-ng's init within 3-20 s under TCG, a KASAN kernel
 # on a loaded host within 80 s; a guest that has not within this many host
 # seconds hung in the kernel's boot (seen once under TCG, in PCI
-# enumeration, 0.7 s in) and is booted again, up to BOOT_ATTEMPTS times.
+# enumeration, 0.7 s in) and is booted again, up to BOOT_ATTEMPTS times;
+# so is one that exits non-zero before (seen once under TCG: status 255,
+# its console stopping in PCI enumeration 1.4 s in).
 BOOT_WATCHDOG_S = 300.0
 BOOT_ATTEMPTS = 2
 # virtme-ng's init logs through the kernel: "[    2.68] virtme-ng-init: ..."
@@ -229,7 +232,8 @@ def boot(kernel: Path, *, exec_cmd: str, console_path: Path, deadline_s: float, 
 
     Raises GuestError if the guest outlives deadline_s, if the console shows
     a kernel splat (check_splats), or if QEMU itself fails to start; and
-    BootHang if the kernel did not reach user space in BOOT_ATTEMPTS boots
+    BootHang if the kernel did not reach user space (it hung, or the guest
+    exited non-zero) in BOOT_ATTEMPTS boots
     (the console of each hung boot is kept beside console_path); and, when
     `append` asks for a preemption mode, if the kernel does not run with it
     (check_preemption).
@@ -331,6 +335,9 @@ def _boot_once(cmd: list[str], console_path: Path, deadline_s: float,
                              f"console: {console_path}", tail(console))
     console = console_path.read_text(errors="replace")
     elapsed = time.monotonic() - start
+    if rc != 0 and not USERSPACE_MARKER.search(console):
+        raise BootHang(f"the guest exited with status {rc} before its kernel started user space",
+                       tail(console))
     if check_splats:
         found = splats(console)
         if found:

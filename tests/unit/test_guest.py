@@ -97,6 +97,23 @@ def test_a_kernel_that_never_reaches_user_space_is_booted_again(tmp_path, monkey
     assert "pci 0000:00:01.0" in hung.read_text()
 
 
+def test_a_guest_that_exits_before_user_space_is_booted_again(tmp_path, monkeypatch):
+    # Seen under TCG: QEMU exited 255 while the kernel enumerated PCI.
+    flag = tmp_path / "booted-once"
+    _fake_guest(monkeypatch, f"if [ -e {flag} ]; then echo '[    6.40] virtme-ng-init: starting script'; "
+                             f"exit 0; fi; touch {flag}; echo 'pci 0000:00:02.0'; exit 255")
+    res = _boot(tmp_path)
+    assert res.returncode == 0
+    assert "pci 0000:00:02.0" in (tmp_path / "console.boot-hang-1.log").read_text()
+
+
+def test_a_guest_that_fails_after_user_space_started_is_not_booted_again(tmp_path, monkeypatch):
+    _fake_guest(monkeypatch, "echo '[    6.40] virtme-ng-init: starting script'; exit 3")
+    res = _boot(tmp_path)
+    assert res.returncode == 3
+    assert not list(tmp_path.glob("*boot-hang*"))
+
+
 def test_a_boot_that_hangs_every_time_fails_with_its_console(tmp_path, monkeypatch):
     _fake_guest(monkeypatch, "echo 'Switched to clocksource tsc-early'; sleep 30")
     with pytest.raises(guest.BootHang) as err:
