@@ -32,6 +32,7 @@ from matplotlib.axes import Axes  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from .fitting_runs import FIGURES as FIT_FIGURES  # noqa: E402
 from .summary import (BASELINE, RATIO_FIGURES, Run, build_summary, get_path,  # noqa: E402
                       save_summary)
 from .sweep import Sweep, find_sweeps, unit  # noqa: E402
@@ -719,7 +720,10 @@ BY_REP_COLUMNS = [("kills", "kills"), ("memory_stall_s.some", "memory stall s"),
                   ("settled.swap_free_mb_min", "least swap free after it, MB"),
                   ("settled.swap_full_s", "swap full after it, s"),
                   ("lru_balance.file_activated_share", "file refaults activated"),
-                  ("response_ms.mean", "response mean ms"), ("allocstall", "allocstall"),
+                  ("response_ms.mean", "response mean ms"),
+                  ("switch_kinds.cold.mean_ms", "cold switch ms"),
+                  ("switch_kinds.cold.cost.runq_ms", "cold launch waiting for a CPU ms"),
+                  ("allocstall", "allocstall"),
                   ("reclaim_cpu_total", "reclaim CPU s"),
                   ("reclaim_cpu_us_per_page", "µs per page freed"),
                   ("settled.after_last_kill.reclaim_cpu_s", "reclaim CPU s after the last kill"),
@@ -731,6 +735,23 @@ def by_rep_table(schemes: dict[str, dict]) -> list[str]:
     rows = [[name, str(r["rep"]), *(_fmt(r.get(d)) for d, _ in BY_REP_COLUMNS)]
             for name, e in schemes.items() for r in e.get("by_rep", [])]
     return _table(["scheme", "rep", *(t for _, t in BY_REP_COLUMNS)], rows) if rows else []
+
+
+def fitting_table(fitting: dict | None) -> list[str]:
+    """Each scheme over its repetitions that fit (fitting_runs.py), with the
+    p of the response time against the baseline's."""
+    if not fitting or not any(e["reps"] for e in fitting["schemes"].values()):
+        return []
+    rows = []
+    for name, e in fitting["schemes"].items():
+        figs = e["figures"]
+        cells = [_cell(f["median"], f if len(e["reps"]) > 1 else None) if f else "–"
+                 for f in (figs.get(d) for d, _ in FIT_FIGURES)]
+        p = e.get("p_value", {}).get("response_ms.mean")
+        rows.append([name, ", ".join(map(str, e["reps"])) or "none", *cells,
+                     p_text(p).strip() or "–"])
+    return _table(["scheme", "reps that fit", *(t for _, t in FIT_FIGURES),
+                   f"response vs {BASELINE}"], rows)
 
 
 def kill_reasons(name: str, entry: dict) -> str | None:
@@ -778,6 +799,14 @@ def render_markdown(s: dict) -> str:
                   "A repetition whose survivors do not fit thrashes file pages with swap "
                   "full for the rest of the run, whatever the scheme; compare schemes "
                   "with this in view.", "", *reps, ""]
+    if fit := fitting_table(s.get("fitting")):
+        f = s["fitting"]
+        lines += [f"Over the repetitions that fit: swap full for under "
+                  f"{_fmt(f['swap_full_under_s'])} s after lmkd's last kill (the others "
+                  "thrash their page cache to the end). Median `[min, max]`; the waiting "
+                  "for a CPU is the cold launches' mean run-queue time; p as in \"Versus "
+                  f"original\", over these reps. A second view only: how many apps lmkd "
+                  "kills decides which reps fit, and a scheme may sway that.", "", *fit, ""]
     if kinds := switch_kind_table(s["schemes"]):
         lines += ["Response time by kind of switch: cold, the app had no process (its first "
                   "launch, or a relaunch after a kill); hot, it had one. The share is of the "

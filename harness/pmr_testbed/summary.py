@@ -31,6 +31,9 @@ ratios over reps that both schemes completed (rep i against rep i), and
 their median, given when there are at least two such pairs; in
 `ratios[scheme]["p_value"]` how likely the difference of the two schemes'
 repetitions is chance (significance.py; None under 3 repetitions each).
+
+`fitting` compares the schemes again over the repetitions whose survivors
+fit (fitting_runs.py): a second view, beside the figures over all runs.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
+from .fitting_runs import fitting_summary
 from .metrics import RunError, RunMetrics, load_run
 from .significance import permutation_p
 
@@ -65,7 +69,8 @@ NESTED = ("switch_kinds", "settled", "lru_balance", "swap_fate", "pmr", "writeba
 # the figures `by_rep` lists for each repetition of a scheme
 BY_REP = ("kills", "memory_stall_s.some", "settled.last_kill_s", "settled.file_refaults_per_s",
           "settled.swap_free_mb_min", "settled.swap_full_s", "lru_balance.file_activated_share",
-          "response_ms.mean", "allocstall", "reclaim_cpu_total", "reclaim_cpu_us_per_page",
+          "response_ms.mean", "switch_kinds.cold.mean_ms", "switch_kinds.cold.cost.runq_ms",
+          "allocstall", "reclaim_cpu_total", "reclaim_cpu_us_per_page",
           "settled.after_last_kill.reclaim_cpu_s", "pswpout_mb", "settled.after_last_kill.pswpout_mb")
 # groups that every scheme with ok runs has, as an object or null
 OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds")
@@ -274,6 +279,7 @@ def summarize(campaign: dict, ok: dict[str, list[Run]], failed: list[dict]) -> d
         "schemes": schemes,
         "failed_runs": failed,
         "ratios": ratios,
+        "fitting": fitting_summary(ok, BASELINE),
         "warnings": run_warnings(ok, failed, campaign["reps"],
                                  campaign.get("extra_trace_events", [])),
     }
@@ -345,6 +351,9 @@ def validate_summary(d: dict) -> list[str]:
     for f in d.get("failed_runs", []):
         if not {"scheme", "rep", "error"} <= set(f):
             problems.append(f"failed_runs: entry {f} needs scheme, rep and error")
+    if "fitting" in d and not (isinstance(d["fitting"], dict)    # absent before it
+                               and isinstance(d["fitting"].get("schemes"), dict)):
+        problems.append("fitting: needs an object with schemes")
     for name, ratios in d.get("ratios", {}).items():
         if name not in schemes or name == BASELINE:
             problems.append(f"ratios.{name}: not a compared scheme")

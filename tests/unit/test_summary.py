@@ -230,12 +230,17 @@ def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
     assert set(rows[0]) == {"rep", "kills", "memory_stall_s.some", "settled.last_kill_s",
                             "settled.file_refaults_per_s", "settled.swap_free_mb_min",
                             "settled.swap_full_s", "lru_balance.file_activated_share",
-                            "response_ms.mean", "allocstall", "reclaim_cpu_total",
+                            "response_ms.mean", "switch_kinds.cold.mean_ms",
+                            "switch_kinds.cold.cost.runq_ms", "allocstall", "reclaim_cpu_total",
                             "reclaim_cpu_us_per_page", "settled.after_last_kill.reclaim_cpu_s",
                             "pswpout_mb", "settled.after_last_kill.pswpout_mb"}
     broken = copy.deepcopy(s)
     broken["schemes"]["original"]["by_rep"].pop()
     assert any("by_rep" in p for p in validate_summary(broken))
+    assert "fitting" in s and validate_summary(s) == []
+    broken = copy.deepcopy(s)
+    broken["fitting"] = {"reps": []}
+    assert "fitting: needs an object with schemes" in validate_summary(broken)
 
 
 def test_launch_costs_summarise_across_reps_with_and_without_them(tmp_path):

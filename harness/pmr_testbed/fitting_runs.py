@@ -1,0 +1,85 @@
+"""The repetitions whose survivors fit, compared apart (settled_state.py).
+
+On the `paper` scenario lmkd kills until the survivors fit, and how many
+apps it kills varies from repetition to repetition on either kernel (8 to
+12 in sessions 32-33). A repetition left with one app too many ends with
+swap full and its page cache thrashing for minutes, and answers more slowly
+whatever the scheme: a few such repetitions swing a scheme's medians by more
+than the schemes differ (docs/results/s33-response).
+
+A repetition fits when, after lmkd's last kill, swap was full for under
+FIT_SWAP_FULL_S seconds (`settled.swap_full_s`; runs that thrashed had 80-284
+s, the others 0-6 s). A run without meminfo.csv is not judged and left out.
+This conditions on an outcome a scheme may sway (the kills), so it is a
+second view beside the figures over all runs, not a replacement: a scheme
+that keeps more apps alive has more repetitions that do not fit.
+
+`fitting_summary` gives, per scheme, the reps that fit and the median,
+min and max of FIGURES over them; and per scheme other than the baseline,
+the permutation p of each figure against the baseline's fitting reps
+(significance.py; None under 3 reps each).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Protocol
+
+from .metrics import RunMetrics
+from .significance import permutation_p
+
+FIT_SWAP_FULL_S = 30.0
+# (dotted path in a run's figures, what the report calls it)
+FIGURES = (("response_ms.mean", "response mean ms"),
+           ("switch_kinds.hot.mean_ms", "hot switch ms"),
+           ("switch_kinds.cold.mean_ms", "cold switch ms"),
+           ("switch_kinds.cold.cost.runq_ms", "cold launch waiting for a CPU ms"),
+           ("kills", "kills"), ("allocstall", "allocstall"),
+           ("reclaim_mbps.peak", "reclaim peak MB/s"), ("reclaim_cpu_total", "reclaim CPU s"))
+
+
+class RepRun(Protocol):
+    rep: int
+    metrics: RunMetrics
+
+
+def fits(m: RunMetrics) -> bool | None:
+    """Whether a run's survivors fit; None when it cannot tell (no meminfo.csv)."""
+    full_s = (m.settled or {}).get("swap_full_s")
+    return None if full_s is None else full_s < FIT_SWAP_FULL_S
+
+
+def figure(m: RunMetrics, dotted: str) -> float | None:
+    """A run's figure by dotted path: an attribute, then keys of nested dicts."""
+    first, *rest = dotted.split(".")
+    value = getattr(m, first, None)
+    for key in rest:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _spread(values: list[float]) -> dict | None:
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def _values(runs: Sequence[RepRun], dotted: str) -> list[float]:
+    return [v for r in runs if (v := figure(r.metrics, dotted)) is not None]
+
+
+def fitting_summary(ok: dict[str, Sequence[RepRun]], baseline: str) -> dict:
+    """The figures of each scheme's fitting reps (see the module docstring)."""
+    fitting = {name: [r for r in runs if fits(r.metrics)] for name, runs in ok.items()}
+    schemes = {}
+    for name, runs in fitting.items():
+        entry: dict = {"reps": [r.rep for r in runs],
+                       "not_judged": [r.rep for r in ok[name] if fits(r.metrics) is None]}
+        entry["figures"] = {d: _spread(_values(runs, d)) for d, _ in FIGURES}
+        if name != baseline and baseline in fitting:
+            entry["p_value"] = {d: permutation_p(_values(runs, d),
+                                                 _values(fitting[baseline], d))
+                                for d, _ in FIGURES}
+        schemes[name] = entry
+    return {"swap_full_under_s": FIT_SWAP_FULL_S, "schemes": schemes}
