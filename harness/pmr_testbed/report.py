@@ -805,7 +805,7 @@ def render_markdown(s: dict) -> str:
                   f"{_fmt(f['swap_full_under_s'])} s after lmkd's last kill (the others "
                   "thrash their page cache to the end). Median `[min, max]`; the waiting "
                   "for a CPU is the cold launches' mean run-queue time; p as in \"Versus "
-                  f"original\", over these reps. A second view only: how many apps lmkd "
+                  f"{BASELINE}\", over these reps. A second view only: how many apps lmkd "
                   "kills decides which reps fit, and a scheme may sway that.", "", *fit, ""]
     if kinds := switch_kind_table(s["schemes"]):
         lines += ["Response time by kind of switch: cold, the app had no process (its first "
