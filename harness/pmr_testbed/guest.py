@@ -2,7 +2,8 @@
 
 The host root is shared read-only, so the guest runs the project's binaries in
 place; the run directory is shared read-write (`--rwdir`) and receives all
-results. The swap disk's QEMU throttling comes from the device profile. A
+results, and the host's CPU over the boot goes beside the console
+(host_cpu.py). The swap disk's QEMU throttling comes from the device profile. A
 guest that exits non-zero, panics, or outlives its deadline raises GuestError
 carrying the console tail; whatever it wrote so far stays in the run dir.
 A guest whose kernel never starts virtme-ng's init (it hangs, or exits
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from . import blkdebug, paths
 from .errors import GuestError, UserError
+from .host_cpu import HOST_CPU_FILE, HostCpuSampler
 
 ACCEL_CACHE = paths.BUILD_DIR / "accel.json"
 KVM_PROBE_TIMEOUT_S = 10
@@ -208,12 +210,12 @@ def vng_command(kernel: Path, *, exec_cmd: str | None, ram_mb: int, cpus: int, a
     append = accel_boot_args(accel) + list(append or [])
     for d in rwdirs:
         cmd += ["--rwdir", str(d)]
-    qemu: list[str] = []
+    # name QEMU's threads ("CPU 0/TCG"), for host_cpu.py; -name options merge
+    qemu: list[str] = ["-name", "guest=virtme-ng,debug-threads=on"]
     for disk in disks:
         qemu += disk.qemu_args()
-    if qemu:
-        # "=" form: argparse would take a value that starts with "-" for an option
-        cmd.append("--qemu-opts=" + " ".join(shlex.quote(a) for a in qemu))
+    # "=" form: argparse would take a value that starts with "-" for an option
+    cmd.append("--qemu-opts=" + " ".join(shlex.quote(a) for a in qemu))
     for a in append or []:
         cmd += ["--append", a]
     if exec_cmd is not None:
@@ -319,7 +321,9 @@ def _boot_once(cmd: list[str], console_path: Path, deadline_s: float,
                                 cwd=paths.ROOT, env=vng_env())
         copier = threading.Thread(target=_copy_to, args=(proc.stdout, log), daemon=True)
         copier.start()
+        sampler = HostCpuSampler(proc.pid, console_path.with_name(HOST_CPU_FILE)).start()
         rc, booted = _wait(proc, console_path, start, deadline_s)
+        sampler.stop()
         if rc is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()

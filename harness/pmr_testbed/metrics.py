@@ -75,6 +75,10 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
 - `swap_fate` (swap_fate.py): what became of the pages written to swap:
   freed by reclaim, still in the swap cache at the end, or dropped (mapped
   again, or freed by their owner) - the writes that freed no memory.
+- `host_cpu` (host_cpu.py): the host's CPU over the workload and over its
+  cold switches - the whole host busy, QEMU's vCPU threads and main thread -
+  from host_cpu.csv, which the harness writes beside the console; None
+  without it (runs before it).
 - `kswapd_rounds` (kswapd_rounds.py, paper Figs. 5 and 6): kswapd's reclaim
   rounds from the `mm_vmscan_kswapd_round` tracepoint, each split into page
   shrinking and page writeback, and the largest share of a second kswapd
@@ -95,11 +99,13 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
 from .errors import UserError
+from .host_cpu import HOST_CPU_FILE, host_cpu_figures, read_host_cpu
 from .kswapd_rounds import KswapdRound, kswapd_rounds, round_figures
 from .lru_balance import lru_balance
 from .settled_state import settled_state
@@ -171,6 +177,7 @@ class RunMetrics:
     unmap_us_samples: list[float] = field(default_factory=list)
     kswapd_rounds: dict | None = None
     kswapd_round_list: list[KswapdRound] = field(default_factory=list)
+    host_cpu: dict | None = None
     trace_overrun: int | None = None
     trace_missing: list[str] = field(default_factory=list)   # events the kernel lacks
     missing: list[str] = field(default_factory=list)
@@ -208,6 +215,9 @@ def load_run(run_dir: Path) -> RunMetrics:
     threads_cpu = _read_optional_table(run_dir / "threads_cpu.csv")
     victim_t_s, victim_mb = victim_series(vmstat)
     rounds = kswapd_rounds(trace)
+    host = (host_cpu_figures(read_host_cpu(run_dir / HOST_CPU_FILE),
+                             _unix_time(run["started_at"]), float(run["workload_s"]),
+                             switch_events) if "started_at" in run else None)
     return RunMetrics(
         switches=switches,
         response_ms=response_stats([s["response_ms"] for s in switches]),
@@ -247,10 +257,16 @@ def load_run(run_dir: Path) -> RunMetrics:
         unmap_us_samples=unmap_window_us_per_page(trace),
         kswapd_rounds=round_figures(rounds),
         kswapd_round_list=rounds,
+        host_cpu=host,
         trace_overrun=trace.overrun if trace else None,
         trace_missing=trace.missing if trace else [],
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
     )
+
+
+def _unix_time(rfc3339: str) -> float:
+    """"2026-11-27T12:35:34Z" (run.json's started_at) as Unix seconds."""
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
 
 
 def read_run_json(run_dir: Path) -> dict:

@@ -620,6 +620,21 @@ def kswapd_round_table(schemes: dict[str, dict]) -> list[str]:
     return _table(["scheme", *(title for _, title in KSWAPD_ROUND_COLUMNS)], rows) if rows else []
 
 
+HOST_CPU_COLUMNS = [("host_cpu.busy", "host busy CPUs"),
+                    ("host_cpu.vcpus", "QEMU vCPU threads"),
+                    ("host_cpu.main", "QEMU main thread"),
+                    ("host_cpu.saturated_share", "share of seconds saturated"),
+                    ("host_cpu.cold_busy", "in cold switches: host busy"),
+                    ("host_cpu.cold_vcpus", "vCPU threads"),
+                    ("host_cpu.cold_main", "main thread")]
+
+
+def host_cpu_table(schemes: dict[str, dict]) -> list[str]:
+    """The host's CPU while the guests ran (host_cpu.py), where it was sampled."""
+    rows = _rows(schemes, HOST_CPU_COLUMNS, lambda e: e.get("host_cpu") is not None)
+    return _table(["scheme", *(title for _, title in HOST_CPU_COLUMNS)], rows) if rows else []
+
+
 SWEEP_COLUMNS = [("reclaim_mbps.peak", "reclaim peak MB/s"),
                  ("reclaim_mbps.mean", "reclaim mean MB/s"),
                  ("response_ms.mean", "response mean ms"),
@@ -828,6 +843,14 @@ def render_markdown(s: dict) -> str:
                       "not measure (spawning its processes, the protocol, attempts before the "
                       "one measured). CPU time includes any time the host took from the "
                       "vCPU (the guest has no steal-time accounting).", "", *table, ""]
+    if host := host_cpu_table(s["schemes"]):
+        lines += ["The host's CPU while the guests ran (host_cpu.py; CPUs, mean over the "
+                  "workload's 1-s samples, then over the samples that overlap a cold switch): "
+                  "the whole host, QEMU's vCPU threads and its main thread (device emulation), "
+                  "and the share of seconds with the host busy within 0.1 of all its CPUs. "
+                  "The guest has no steal-time accounting: time the host does not give a "
+                  "vCPU counts in the guest as CPU or run-queue time; this says how often the "
+                  "host had none to give.", "", *host, ""]
     if balance := lru_balance_table(s["schemes"]):
         lines += ["How reclaim balanced the LRU lists over the run: the file pages evicted and "
                   "read again (workingset_refault_file), the share of them the kernel "

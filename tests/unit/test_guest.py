@@ -49,6 +49,7 @@ def test_vng_command_uses_tcg_when_told(tmp_path):
                                   accel="tcg", rwdirs=[], disks=[d])
     opts = [a for a in with_disk if a.startswith("--qemu-opts=")]
     assert len(opts) == 1 and "serial=pmrswap" in opts[0]
+    assert "debug-threads=on" in opts[0]     # host_cpu.py finds the vCPU threads by name
     kvm = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
                             accel="kvm", rwdirs=[], disks=[])
     assert "--disable-kvm" not in kvm
@@ -120,7 +121,7 @@ def test_a_boot_that_hangs_every_time_fails_with_its_console(tmp_path, monkeypat
         _boot(tmp_path)
     assert "tsc-early" in err.value.console_tail
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "console.boot-hang-1.log", "console.boot-hang-2.log"]
+        "console.boot-hang-1.log", "console.boot-hang-2.log", "host_cpu.csv"]
 
 
 def test_a_guest_that_booted_and_then_hung_is_not_booted_again(tmp_path, monkeypatch):

@@ -111,6 +111,20 @@ def test_report_without_failures_or_baseline_data(tmp_path):
     assert {p.name for p in (results / "plots").glob("*.png")} == set(PLOT_FILES.values())
 
 
+def test_host_cpu_table_only_for_runs_that_sampled_it(tmp_path):
+    results = _write_results(tmp_path, with_failure=False)
+    start = 1735689600.0        # fakerun's started_at, 2025-01-01T00:00:00Z
+    for rep, busy in ((1, 1.2), (2, 1.6)):
+        (results / "runs" / f"pmr-r{rep}" / "host_cpu.csv").write_text(
+            "t_unix,host_cpus,busy,vcpus,main,other\n"
+            + "".join(f"{start + t},2,{busy},0.9,0.3,0.0\n" for t in range(1, 4)))
+    md = write_report(results).read_text()
+    host = md.split("The host's CPU while the guests ran")[1].split("\n\n")[1]
+    rows = [line for line in host.splitlines() if line.startswith("| ") and "---" not in line]
+    assert [r.split(" |")[0] for r in rows] == ["| scheme", "| pmr"]
+    assert rows[1].startswith("| pmr | 1.40 [1.20, 1.60] | 0.90 [0.90, 0.90] |")
+
+
 @pytest.mark.parametrize("size_kb, bucket", [(0.5, 0.5), (4, 4), (12, 8), (64, 64), (1023, 512)])
 def test_size_buckets_are_powers_of_two(size_kb, bucket):
     assert size_bucket_kb(size_kb) == bucket
