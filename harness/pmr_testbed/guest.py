@@ -6,9 +6,9 @@ results, and the host's CPU over the boot goes beside the console
 (host_cpu.py). The swap disk's QEMU throttling comes from the device profile. A
 guest that exits non-zero, panics, or outlives its deadline raises GuestError
 carrying the console tail; whatever it wrote so far stays in the run dir.
-A guest whose kernel never starts virtme-ng's init (it hangs, or exits
-non-zero before) is booted once more: the workload had not begun, so nothing
-of a run is lost or repeated.
+A guest whose kernel never starts virtme-ng's init (it hangs, or the guest
+exits non-zero while the kernel boots, with no splat) is booted once more:
+the workload had not begun, so nothing of a run is lost or repeated.
 """
 
 from __future__ import annotations
@@ -36,12 +36,16 @@ KVM_PROBE_TIMEOUT_S = 10
 # on a loaded host within 80 s; a guest that has not within this many host
 # seconds hung in the kernel's boot (seen once under TCG, in PCI
 # enumeration, 0.7 s in) and is booted again, up to BOOT_ATTEMPTS times;
-# so is one that exits non-zero before (seen once under TCG: status 255,
-# its console stopping in PCI enumeration 1.4 s in).
+# so is one whose kernel booted and that exited non-zero before user space
+# without a splat (seen once under TCG: status 255, its console stopping
+# in PCI enumeration 1.4 s in). QEMU refusing its options (no kernel line)
+# or a kernel that panics is not booted again.
 BOOT_WATCHDOG_S = 300.0
 BOOT_ATTEMPTS = 2
 # virtme-ng's init logs through the kernel: "[    2.68] virtme-ng-init: ..."
 USERSPACE_MARKER = re.compile(r"^\[[ \d.]+\] virtme-ng-init: ", re.MULTILINE)
+# any kernel log line: QEMU that refuses its options prints none
+KERNEL_LINE = re.compile(r"^\[ *\d+\.\d+\] ", re.MULTILINE)
 # preempt=<mode> on the command line, and what a 6.1 kernel with
 # PREEMPT_DYNAMIC says at boot (one without it ignores preempt=)
 PREEMPT_ARG = re.compile(r"^preempt=(\w+)$")
@@ -211,7 +215,7 @@ def vng_command(kernel: Path, *, exec_cmd: str | None, ram_mb: int, cpus: int, a
     for d in rwdirs:
         cmd += ["--rwdir", str(d)]
     # name QEMU's threads ("CPU 0/TCG"), for host_cpu.py; -name options merge
-    qemu: list[str] = ["-name", "guest=virtme-ng,debug-threads=on"]
+    qemu: list[str] = ["-name", "debug-threads=on"]
     for disk in disks:
         qemu += disk.qemu_args()
     # "=" form: argparse would take a value that starts with "-" for an option
@@ -235,7 +239,7 @@ def boot(kernel: Path, *, exec_cmd: str, console_path: Path, deadline_s: float, 
     Raises GuestError if the guest outlives deadline_s, if the console shows
     a kernel splat (check_splats), or if QEMU itself fails to start; and
     BootHang if the kernel did not reach user space (it hung, or the guest
-    exited non-zero) in BOOT_ATTEMPTS boots
+    exited non-zero while it booted, with no splat) in BOOT_ATTEMPTS boots
     (the console of each hung boot is kept beside console_path); and, when
     `append` asks for a preemption mode, if the kernel does not run with it
     (check_preemption).
@@ -251,6 +255,9 @@ def boot(kernel: Path, *, exec_cmd: str, console_path: Path, deadline_s: float, 
         except BootHang as hang:
             kept = console_path.with_name(f"{console_path.stem}.boot-hang-{attempt}.log")
             console_path.replace(kept)
+            host = console_path.with_name(HOST_CPU_FILE)
+            if host.exists():
+                host.replace(host.with_name(f"{host.stem}.boot-hang-{attempt}.csv"))
             if attempt == BOOT_ATTEMPTS:
                 raise BootHang(f"{hang} ({attempt} boots; consoles: {kept.parent}/"
                                f"{console_path.stem}.boot-hang-*.log)", hang.console_tail) from None
@@ -322,8 +329,10 @@ def _boot_once(cmd: list[str], console_path: Path, deadline_s: float,
         copier = threading.Thread(target=_copy_to, args=(proc.stdout, log), daemon=True)
         copier.start()
         sampler = HostCpuSampler(proc.pid, console_path.with_name(HOST_CPU_FILE)).start()
-        rc, booted = _wait(proc, console_path, start, deadline_s)
-        sampler.stop()
+        try:
+            rc, booted = _wait(proc, console_path, start, deadline_s)
+        finally:
+            sampler.stop()
         if rc is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -339,9 +348,10 @@ def _boot_once(cmd: list[str], console_path: Path, deadline_s: float,
                              f"console: {console_path}", tail(console))
     console = console_path.read_text(errors="replace")
     elapsed = time.monotonic() - start
-    if rc != 0 and not USERSPACE_MARKER.search(console):
-        raise BootHang(f"the guest exited with status {rc} before its kernel started user space",
-                       tail(console))
+    if rc != 0 and KERNEL_LINE.search(console) and not USERSPACE_MARKER.search(console) \
+            and not splats(console):
+        raise BootHang(f"the guest exited with status {rc} while its kernel booted, before "
+                       "user space", tail(console))
     if check_splats:
         found = splats(console)
         if found:

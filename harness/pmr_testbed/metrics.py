@@ -77,8 +77,8 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   again, or freed by their owner) - the writes that freed no memory.
 - `host_cpu` (host_cpu.py): the host's CPU over the workload and over its
   cold switches - the whole host busy, QEMU's vCPU threads and main thread -
-  from host_cpu.csv, which the harness writes beside the console; None
-  without it (runs before it).
+  from host_cpu.csv, which the harness writes beside the console, placed in
+  time by workload_start_unix(); None without it (runs before it).
 - `kswapd_rounds` (kswapd_rounds.py, paper Figs. 5 and 6): kswapd's reclaim
   rounds from the `mm_vmscan_kswapd_round` tracepoint, each split into page
   shrinking and page writeback, and the largest share of a second kswapd
@@ -216,8 +216,9 @@ def load_run(run_dir: Path) -> RunMetrics:
     victim_t_s, victim_mb = victim_series(vmstat)
     rounds = kswapd_rounds(trace)
     host = (host_cpu_figures(read_host_cpu(run_dir / HOST_CPU_FILE),
-                             _unix_time(run["started_at"]), float(run["workload_s"]),
-                             switch_events) if "started_at" in run else None)
+                             workload_start_unix(run_dir, run, events),
+                             float(run["workload_s"]), switch_events)
+            if "started_at" in run and events else None)
     return RunMetrics(
         switches=switches,
         response_ms=response_stats([s["response_ms"] for s in switches]),
@@ -264,9 +265,28 @@ def load_run(run_dir: Path) -> RunMetrics:
     )
 
 
-def _unix_time(rfc3339: str) -> float:
-    """"2026-11-27T12:35:34Z" (run.json's started_at) as Unix seconds."""
-    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+# how far events.jsonl's time may be from started_at's and still be trusted
+START_AGREEMENT_S = 3.0
+
+
+def workload_start_unix(run_dir: Path, run: dict, events: list[dict]) -> float:
+    """The workload's start on the host's clock, in Unix seconds.
+
+    run.json's `started_at` is the guest's clock in whole seconds, and the
+    guest set that clock from the RTC, also in whole seconds: up to 2 s
+    early (0.3-1.4 s in session 34's twelve runs). The run directory is the
+    host's, so events.jsonl's mtime is the host's time of the last event,
+    whose `t_ms` is on the workload's clock: their difference is the start.
+    A run directory copied without its times gives another mtime; then,
+    or whenever the two disagree by more than START_AGREEMENT_S,
+    `started_at` it is."""
+    said = datetime.fromisoformat(run["started_at"].replace("Z", "+00:00")).timestamp()
+    try:
+        mtime = (run_dir / "events.jsonl").stat().st_mtime
+    except OSError:
+        return said
+    start = mtime - float(events[-1]["t_ms"]) / 1000
+    return start if abs(start - said) <= START_AGREEMENT_S else said
 
 
 def read_run_json(run_dir: Path) -> dict:

@@ -33,6 +33,7 @@ from matplotlib.axes import Axes  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .fitting_runs import FIGURES as FIT_FIGURES  # noqa: E402
+from .host_cpu import SATURATED_MARGIN  # noqa: E402
 from .summary import (BASELINE, RATIO_FIGURES, Run, build_summary, get_path,  # noqa: E402
                       save_summary)
 from .sweep import Sweep, find_sweeps, unit  # noqa: E402
@@ -847,7 +848,8 @@ def render_markdown(s: dict) -> str:
         lines += ["The host's CPU while the guests ran (host_cpu.py; CPUs, mean over the "
                   "workload's 1-s samples, then over the samples that overlap a cold switch): "
                   "the whole host, QEMU's vCPU threads and its main thread (device emulation), "
-                  "and the share of seconds with the host busy within 0.1 of all its CPUs. "
+                  "and the share of seconds with the host busy within "
+                  f"{SATURATED_MARGIN} of all its CPUs. "
                   "The guest has no steal-time accounting: time the host does not give a "
                   "vCPU counts in the guest as CPU or run-queue time; this says how often the "
                   "host had none to give.", "", *host, ""]

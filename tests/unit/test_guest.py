@@ -102,10 +102,25 @@ def test_a_guest_that_exits_before_user_space_is_booted_again(tmp_path, monkeypa
     # Seen under TCG: QEMU exited 255 while the kernel enumerated PCI.
     flag = tmp_path / "booted-once"
     _fake_guest(monkeypatch, f"if [ -e {flag} ]; then echo '[    6.40] virtme-ng-init: starting script'; "
-                             f"exit 0; fi; touch {flag}; echo 'pci 0000:00:02.0'; exit 255")
+                             f"exit 0; fi; touch {flag}; echo '[    1.40] pci 0000:00:02.0'; exit 255")
     res = _boot(tmp_path)
     assert res.returncode == 0
     assert "pci 0000:00:02.0" in (tmp_path / "console.boot-hang-1.log").read_text()
+
+
+@pytest.mark.parametrize("console", [
+    "qemu-system-x86_64: -drive if=none: Could not open 'x.img'",     # QEMU refused its options
+    "[    0.91] Kernel panic - not syncing: VFS: Unable to mount root fs"])
+def test_a_guest_that_fails_for_good_before_user_space_is_not_booted_again(tmp_path, monkeypatch,
+                                                                          console):
+    _fake_guest(monkeypatch, f"echo \"{console}\"; exit 255")
+    if console.startswith("["):
+        with pytest.raises(guest.GuestError, match="Kernel panic") as err:
+            _boot(tmp_path)
+        assert not isinstance(err.value, guest.BootHang)
+    else:
+        assert _boot(tmp_path).returncode == 255
+    assert not list(tmp_path.glob("*boot-hang*"))
 
 
 def test_a_guest_that_fails_after_user_space_started_is_not_booted_again(tmp_path, monkeypatch):
@@ -121,7 +136,8 @@ def test_a_boot_that_hangs_every_time_fails_with_its_console(tmp_path, monkeypat
         _boot(tmp_path)
     assert "tsc-early" in err.value.console_tail
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "console.boot-hang-1.log", "console.boot-hang-2.log", "host_cpu.csv"]
+        "console.boot-hang-1.log", "console.boot-hang-2.log", "host_cpu.boot-hang-1.csv",
+        "host_cpu.boot-hang-2.csv"]
 
 
 def test_a_guest_that_booted_and_then_hung_is_not_booted_again(tmp_path, monkeypatch):

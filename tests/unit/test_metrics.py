@@ -1,5 +1,7 @@
 """metrics.load_run on synthetic run directories with known answers."""
 
+import os
+
 import pytest
 
 from fakerun import kill, switch, write_run
@@ -267,3 +269,17 @@ def test_kernel_without_part2_has_no_writeback_figures(tmp_path):
     m = load_run(write_run(tmp_path / "r", trace=trace))
     assert (m.writeback, m.bulk, m.pmr) == (None, None, None)
     assert m.unmap_us_samples == []
+
+
+def test_the_workload_start_is_placed_on_the_host_clock_by_the_events_file(tmp_path):
+    from pmr_testbed.metrics import workload_start_unix
+    said = 1735689600.0                      # 2025-01-01T00:00:00Z
+    run = {"started_at": "2025-01-01T00:00:00Z"}
+    events = [{"t_ms": 10, "type": "phase"}, {"t_ms": 400_000, "type": "phase"}]
+    path = tmp_path / "events.jsonl"
+    path.write_text("")
+    os.utime(path, (said + 401.2, said + 401.2))     # the guest's clock 1.2 s early
+    assert workload_start_unix(tmp_path, run, events) == pytest.approx(said + 1.2)
+    os.utime(path, (said + 900, said + 900))         # copied later: not the host's time of it
+    assert workload_start_unix(tmp_path, run, events) == said
+    assert workload_start_unix(tmp_path / "gone", run, events) == said
