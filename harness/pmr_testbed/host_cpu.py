@@ -4,7 +4,8 @@ Under TCG each of the guest's vCPUs is a host thread, and QEMU's main
 thread (device emulation: the virtio disks, the 9p root, timers) needs a
 core too: three busy threads on a 2-core host. A launch that waits for a
 CPU in the guest (schedstat's run_delay) may be waiting for the host
-rather than for the guest's other tasks; this file tells the two apart.
+rather than for the guest's other tasks; this file says how often the host
+had no CPU to give.
 
 `HostCpuSampler` runs beside a boot (guest.py) and writes `host_cpu.csv`
 next to the console, one line per SAMPLE_S seconds, each figure in CPUs
@@ -16,12 +17,14 @@ next to the console, one line per SAMPLE_S seconds, each figure in CPUs
   vcpus       QEMU's vCPU threads (named "CPU <n>/<accel>": vng_command asks
               QEMU for thread names)
   main        QEMU's main thread (device emulation, the big QEMU lock)
-  other       QEMU's other threads (I/O workers, RCU)
+  other       QEMU's other threads (I/O workers, RCU), those that exited
+              included
 
 `host_cpu_figures` turns the file into a run's `host_cpu` figures, over the
 workload (from its start on the host's clock, metrics.py's
-workload_start_unix(), for workload_s) and over its cold switches, each from `t_ms - response_ms` to `t_ms` (samples whose interval
-overlaps a switch count for it): mean busy, vcpus and main, and
+workload_start_unix(), for workload_s) and over its cold switches, each
+from `t_ms - response_ms` to `t_ms` (samples whose interval overlaps a
+switch count for it): mean busy, vcpus and main, and
 `saturated_share`, the share of the workload's samples with the host busy
 within SATURATED_MARGIN of all its CPUs.
 """
