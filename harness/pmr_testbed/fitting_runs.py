@@ -23,10 +23,7 @@ the permutation p of each figure against the baseline's fitting reps
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
-from typing import Protocol
 
-from .metrics import RunMetrics
 from .significance import permutation_p
 
 FIT_SWAP_FULL_S = 30.0
@@ -37,26 +34,14 @@ FIGURES = (("response_ms.mean", "response mean ms"),
            ("switch_kinds.cold.cost.runq_ms", "cold launch waiting for a CPU ms"),
            ("kills", "kills"), ("allocstall", "allocstall"),
            ("reclaim_mbps.peak", "reclaim peak MB/s"), ("reclaim_cpu_total", "reclaim CPU s"))
+# one run's figures by path, as summary.run_figures gives them
+Figures = dict[tuple[str, ...], float | None]
 
 
-class RepRun(Protocol):
-    rep: int
-    metrics: RunMetrics
-
-
-def fits(m: RunMetrics) -> bool | None:
+def fits(fig: Figures) -> bool | None:
     """Whether a run's survivors fit; None when it cannot tell (no meminfo.csv)."""
-    full_s = (m.settled or {}).get("swap_full_s")
+    full_s = fig.get(("settled", "swap_full_s"))
     return None if full_s is None else full_s < FIT_SWAP_FULL_S
-
-
-def figure(m: RunMetrics, dotted: str) -> float | None:
-    """A run's figure by dotted path: an attribute, then keys of nested dicts."""
-    first, *rest = dotted.split(".")
-    value = getattr(m, first, None)
-    for key in rest:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _spread(values: list[float]) -> dict | None:
@@ -65,20 +50,23 @@ def _spread(values: list[float]) -> dict | None:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def _values(runs: Sequence[RepRun], dotted: str) -> list[float]:
-    return [v for r in runs if (v := figure(r.metrics, dotted)) is not None]
+def _values(runs: list[tuple[int, Figures]], dotted: str) -> list[float]:
+    path = tuple(dotted.split("."))
+    return [v for _, fig in runs if (v := fig.get(path)) is not None]
 
 
-def fitting_summary(ok: dict[str, Sequence[RepRun]], baseline: str) -> dict:
-    """The figures of each scheme's fitting reps (see the module docstring)."""
-    fitting = {name: [r for r in runs if fits(r.metrics)] for name, runs in ok.items()}
+def fitting_summary(runs: dict[str, list[tuple[int, Figures]]], baseline: str) -> dict:
+    """The figures of each scheme's fitting reps (see the module docstring),
+    from each scheme's (rep, figures) pairs."""
+    fitting = {name: [(rep, fig) for rep, fig in pairs if fits(fig)]
+               for name, pairs in runs.items()}
     schemes = {}
-    for name, runs in fitting.items():
-        entry: dict = {"reps": [r.rep for r in runs],
-                       "not_judged": [r.rep for r in ok[name] if fits(r.metrics) is None]}
-        entry["figures"] = {d: _spread(_values(runs, d)) for d, _ in FIGURES}
+    for name, pairs in fitting.items():
+        entry: dict = {"reps": [rep for rep, _ in pairs],
+                       "not_judged": [rep for rep, fig in runs[name] if fits(fig) is None]}
+        entry["figures"] = {d: _spread(_values(pairs, d)) for d, _ in FIGURES}
         if name != baseline and baseline in fitting:
-            entry["p_value"] = {d: permutation_p(_values(runs, d),
+            entry["p_value"] = {d: permutation_p(_values(pairs, d),
                                                  _values(fitting[baseline], d))
                                 for d, _ in FIGURES}
         schemes[name] = entry

@@ -280,7 +280,8 @@ def summarize(campaign: dict, ok: dict[str, list[Run]], failed: list[dict]) -> d
         "schemes": schemes,
         "failed_runs": failed,
         "ratios": ratios,
-        "fitting": fitting_summary(ok, BASELINE),
+        "fitting": fitting_summary({name: [(r.rep, run_figures(r.metrics)) for r in runs]
+                                    for name, runs in ok.items()}, BASELINE),
         "warnings": run_warnings(ok, failed, campaign["reps"],
                                  campaign.get("extra_trace_events", [])),
     }

@@ -1,35 +1,26 @@
 """fitting_runs.py: the repetitions whose survivors fit, compared apart."""
 
-from types import SimpleNamespace
-
 from pmr_testbed import report
-from pmr_testbed.fitting_runs import FIT_SWAP_FULL_S, figure, fits, fitting_summary
+from pmr_testbed.fitting_runs import FIT_SWAP_FULL_S, fits, fitting_summary
 
 
 def _run(rep: int, swap_full_s: float | None, response_ms: float, runq_ms: float = 900.0,
          kills: int = 10):
-    metrics = SimpleNamespace(
-        settled={"swap_full_s": swap_full_s}, response_ms={"mean": response_ms},
-        switch_kinds={"cold": {"mean_ms": 3000.0, "cost": {"runq_ms": runq_ms}},
-                      "hot": {"mean_ms": 150.0, "cost": {}}},
-        kills=kills, allocstall=0, reclaim_mbps={"peak": 50.0}, reclaim_cpu_total=16.0)
-    return SimpleNamespace(rep=rep, metrics=metrics)
+    """(rep, figures) as summary.run_figures gives a run's figures."""
+    return rep, {("settled", "swap_full_s"): swap_full_s, ("response_ms", "mean"): response_ms,
+                 ("switch_kinds", "cold", "mean_ms"): 3000.0,
+                 ("switch_kinds", "cold", "cost", "runq_ms"): runq_ms,
+                 ("switch_kinds", "hot", "mean_ms"): 150.0, ("kills",): kills,
+                 ("allocstall",): 0, ("reclaim_mbps", "peak"): 50.0,
+                 ("reclaim_cpu_total",): 16.0}
 
 
 def test_a_run_fits_when_swap_was_full_briefly_after_the_last_kill():
-    assert fits(_run(1, 0.0, 1).metrics) is True
-    assert fits(_run(1, FIT_SWAP_FULL_S - 0.1, 1).metrics) is True
-    assert fits(_run(1, FIT_SWAP_FULL_S, 1).metrics) is False
-    assert fits(_run(1, 250.0, 1).metrics) is False
-    assert fits(_run(1, None, 1).metrics) is None      # no meminfo.csv: not judged
-
-
-def test_figure_walks_attributes_then_keys_and_skips_non_numbers():
-    m = _run(1, 0.0, 400.0, runq_ms=850.0).metrics
-    assert figure(m, "switch_kinds.cold.cost.runq_ms") == 850.0
-    assert figure(m, "kills") == 10
-    assert figure(m, "switch_kinds.hot.cost.runq_ms") is None
-    assert figure(m, "no_such.figure") is None
+    assert fits(_run(1, 0.0, 1)[1]) is True
+    assert fits(_run(1, FIT_SWAP_FULL_S - 0.1, 1)[1]) is True
+    assert fits(_run(1, FIT_SWAP_FULL_S, 1)[1]) is False
+    assert fits(_run(1, 250.0, 1)[1]) is False
+    assert fits(_run(1, None, 1)[1]) is None      # no meminfo.csv: not judged
 
 
 def test_each_scheme_is_summarised_over_its_fitting_reps_only():

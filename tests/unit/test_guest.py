@@ -86,12 +86,17 @@ def _boot(tmp_path: Path, deadline_s: float = 5.0) -> guest.BootResult:
                       deadline_s=deadline_s, ram_mb=256, cpus=1, accel="tcg", rwdirs=[])
 
 
-def test_a_kernel_that_never_reaches_user_space_is_booted_again(tmp_path, monkeypatch):
-    # First boot hangs silently; the second starts init and exits 0.
+def _boot_after_a_first_boot_that(tmp_path: Path, monkeypatch, first: str) -> guest.BootResult:
+    """Boot where the first boot runs `first` and the second starts init and exits 0."""
     flag = tmp_path / "booted-once"
     _fake_guest(monkeypatch, f"if [ -e {flag} ]; then echo '[    6.40] virtme-ng-init: starting script'; "
-                             f"exit 0; fi; touch {flag}; echo 'pci 0000:00:01.0'; sleep 30")
-    res = _boot(tmp_path)
+                             f"exit 0; fi; touch {flag}; {first}")
+    return _boot(tmp_path)
+
+
+def test_a_kernel_that_never_reaches_user_space_is_booted_again(tmp_path, monkeypatch):
+    # First boot hangs silently
+    res = _boot_after_a_first_boot_that(tmp_path, monkeypatch, "echo 'pci 0000:00:01.0'; sleep 30")
     assert res.returncode == 0
     assert "starting script" in res.console
     hung = tmp_path / "console.boot-hang-1.log"
@@ -100,10 +105,8 @@ def test_a_kernel_that_never_reaches_user_space_is_booted_again(tmp_path, monkey
 
 def test_a_guest_that_exits_before_user_space_is_booted_again(tmp_path, monkeypatch):
     # Seen under TCG: QEMU exited 255 while the kernel enumerated PCI.
-    flag = tmp_path / "booted-once"
-    _fake_guest(monkeypatch, f"if [ -e {flag} ]; then echo '[    6.40] virtme-ng-init: starting script'; "
-                             f"exit 0; fi; touch {flag}; echo '[    1.40] pci 0000:00:02.0'; exit 255")
-    res = _boot(tmp_path)
+    res = _boot_after_a_first_boot_that(tmp_path, monkeypatch,
+                                        "echo '[    1.40] pci 0000:00:02.0'; exit 255")
     assert res.returncode == 0
     assert "pci 0000:00:02.0" in (tmp_path / "console.boot-hang-1.log").read_text()
 

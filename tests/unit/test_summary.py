@@ -238,6 +238,11 @@ def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
     broken["schemes"]["original"]["by_rep"].pop()
     assert any("by_rep" in p for p in validate_summary(broken))
     assert "fitting" in s and validate_summary(s) == []
+    # the fitting view reads run_figures' paths: every rep fits here
+    fit = s["fitting"]["schemes"]["original"]
+    assert fit["reps"] == [1, 2, 3]
+    assert fit["figures"]["kills"] == {"median": 3, "min": 2, "max": 5}
+    assert fit["figures"]["switch_kinds.cold.cost.runq_ms"] is None     # no launch costs
     broken = copy.deepcopy(s)
     broken["fitting"] = {"reps": []}
     assert "fitting: needs an object with schemes" in validate_summary(broken)
