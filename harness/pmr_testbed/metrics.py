@@ -122,7 +122,7 @@ Table = tuple[list[str], list[list[str]]]
 VMSTAT_DELTAS = ("pgmajfault", "pswpout", "pswpin", "pgscan_kswapd", "pgscan_direct",
                  "pgsteal_kswapd", "pgsteal_direct", "pgsteal_anon")
 OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json", "meminfo.csv",
-                  "threads_cpu.csv")
+                  "threads_cpu.csv", "lmkd.csv")
 # the victim lists' sizes in /proc/vmstat: one per type since patch 26 of the
 # series, one for both before
 VICTIM_KEYS = ("nr_victim_anon", "nr_victim_file")
@@ -213,6 +213,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         raise RunError(f"{run_dir / 'trace.txt'}: {e}") from None
     meminfo = _read_optional_table(run_dir / "meminfo.csv")
     threads_cpu = _read_optional_table(run_dir / "threads_cpu.csv")
+    lmkd = _read_optional_table(run_dir / "lmkd.csv", min_rows=0)   # a row per wakeup
     victim_t_s, victim_mb = victim_series(vmstat)
     rounds = kswapd_rounds(trace)
     host = (host_cpu_figures(read_host_cpu(run_dir / HOST_CPU_FILE),
@@ -228,7 +229,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         hot_launches=kinds["hot"],
         kills=len(kills),
         kills_by_reason=dict(Counter(k["reason"] for k in kills)),
-        settled=settled_state(kills, vmstat, meminfo, threads_cpu),
+        settled=settled_state(kills, vmstat, meminfo, threads_cpu, lmkd),
         lru_balance=lru_balance(vmstat),
         swap_fate=swap_fate(vmstat),
         reclaim_t_s=t_s,
@@ -317,8 +318,8 @@ def _read_optional_json(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def _read_optional_table(path: Path) -> Table | None:
-    return read_table(path) if path.exists() else None
+def _read_optional_table(path: Path, min_rows: int = 2) -> Table | None:
+    return read_table(path, min_rows) if path.exists() else None
 
 
 def response_stats(values: list[float]) -> dict[str, float | None]:
@@ -397,11 +398,13 @@ def memory_stall(path: Path) -> dict[str, float]:
     return {kind: (int(rows[-1][col]) - int(rows[0][col])) / 1e6 for kind, col in totals.items()}
 
 
-def read_table(path: Path) -> Table:
+def read_table(path: Path, min_rows: int = 2) -> Table:
+    """A CSV file's header and rows; a sampled file needs two rows at least."""
     with open(_require(path), newline="") as fh:
         rows = list(csv.reader(fh))
-    if len(rows) < 3:
-        raise RunError(f"{path} has {max(len(rows) - 1, 0)} samples; at least 2 are needed")
+    if not rows or len(rows) - 1 < min_rows:
+        raise RunError(f"{path} has {max(len(rows) - 1, 0)} samples; "
+                       f"at least {min_rows} are needed")
     return rows[0], rows[1:]
 
 

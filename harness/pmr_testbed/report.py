@@ -747,10 +747,30 @@ BY_REP_COLUMNS = [("kills", "kills"), ("memory_stall_s.some", "memory stall s"),
                   ("settled.after_last_kill.pswpout_mb", "swap out MB after the last kill")]
 
 
-def by_rep_table(schemes: dict[str, dict]) -> list[str]:
-    rows = [[name, str(r["rep"]), *(_fmt(r.get(d)) for d, _ in BY_REP_COLUMNS)]
+LMKD_BY_REP_COLUMNS = [("kills", "kills"), ("settled.swap_full_s", "swap full after it, s"),
+                       ("settled.lmkd.wakeups", "wakeups"),
+                       ("settled.lmkd.evaluated", "evaluated"),
+                       ("settled.lmkd.swap_low", "swap low"),
+                       ("settled.lmkd.under_low_wmark", "free under the low watermark"),
+                       ("settled.lmkd.swap_low_under_low_wmark", "both"),
+                       ("settled.lmkd.thrashing_max", "thrashing max %"),
+                       ("settled.lmkd.kill_reasons_without_victim", "reasons with no victim")]
+
+
+def by_rep_table(schemes: dict[str, dict], columns=None) -> list[str]:
+    columns = columns or BY_REP_COLUMNS
+    rows = [[name, str(r["rep"]), *(_fmt(r.get(d)) for d, _ in columns)]
             for name, e in schemes.items() for r in e.get("by_rep", [])]
-    return _table(["scheme", "rep", *(t for _, t in BY_REP_COLUMNS)], rows) if rows else []
+    return _table(["scheme", "rep", *(t for _, t in columns)], rows) if rows else []
+
+
+def lmkd_table(schemes: dict[str, dict]) -> list[str]:
+    """Each repetition's lmkd wakeups after its last kill (lmkd_wakeups.py);
+    empty when no run has lmkd.csv."""
+    if not any(r.get("settled.lmkd.wakeups") is not None
+               for e in schemes.values() for r in e.get("by_rep", [])):
+        return []
+    return by_rep_table(schemes, LMKD_BY_REP_COLUMNS)
 
 
 def fitting_table(fitting: dict | None) -> list[str]:
@@ -815,6 +835,14 @@ def render_markdown(s: dict) -> str:
                   "A repetition whose survivors do not fit thrashes file pages with swap "
                   "full for the rest of the run, whatever the scheme; compare schemes "
                   "with this in view.", "", *reps, ""]
+    if lmkd := lmkd_table(s["schemes"]):
+        lines += ["Why lmkd killed no more: its wakeups after its last kill, from its own "
+                  "record (lmkd.csv). Evaluated wakeups got past its early return (reclaim "
+                  "or refaults since the one before); of those, how many found swap low, "
+                  "free memory under the low watermark, and both, which `low_mem_and_swap` "
+                  "needs; the largest thrashing figure (refaulted share of the file LRU, %; "
+                  "the thrashing reasons need it over 100 with swap low); and the wakeups "
+                  "that chose a kill reason but found no process to kill.", "", *lmkd, ""]
     if fit := fitting_table(s.get("fitting")):
         f = s["fitting"]
         lines += [f"Over the repetitions that fit: swap full for under "

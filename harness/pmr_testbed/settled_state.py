@@ -26,7 +26,9 @@ schemes do; this is what each run's figures say about it:
   without it), `pages_reclaimed` (pgsteal_kswapd + pgsteal_direct) and
   `pswpout_mb`. A scheme that kills fewer apps keeps more of them to
   reclaim from after its last kill; the split shows whether its totals
-  differ from another's while lmkd killed, or after.
+  differ from another's while lmkd killed, or after;
+- `lmkd`: what lmkd saw at its wakeups over the same window, and so why
+  it killed no more (lmkd_wakeups.py); None without lmkd.csv.
 """
 
 from __future__ import annotations
@@ -35,14 +37,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .lmkd_wakeups import lmkd_after
+
 if TYPE_CHECKING:   # metrics imports this module
     from .metrics import Table
 
 
 def settled_state(kills: list[dict], vmstat: Table, meminfo: Table | None,
-                  threads_cpu: Table | None = None) -> dict:
+                  threads_cpu: Table | None = None, lmkd: Table | None = None) -> dict:
     """The figures above from one run's kill events, vmstat.csv,
-    meminfo.csv and threads_cpu.csv (None when the run has none)."""
+    meminfo.csv, threads_cpu.csv and lmkd.csv (None when the run has none)."""
     header, rows = vmstat
     t, refault = header.index("t_ms"), header.index("workingset_refault_file")
     t_ms = np.array([float(r[t]) for r in rows])
@@ -56,7 +60,8 @@ def settled_state(kills: list[dict], vmstat: Table, meminfo: Table | None,
             "file_refaults_per_s": None if rate is None else float(rate),
             "swap_free_mb_min": swap_free_min_mb(meminfo, since_ms),
             "swap_full_s": swap_full_s(meminfo, since_ms),
-            **work_split(since_ms, t_ms, vmstat, threads_cpu)}
+            **work_split(since_ms, t_ms, vmstat, threads_cpu),
+            "lmkd": lmkd_after(lmkd, since_ms)}
 
 
 PAGE_MB = 4096 / 2**20

@@ -103,11 +103,16 @@ impl EventLog {
             Event::Kill { .. } => self.kills.fetch_add(1, Ordering::Relaxed),
             _ => 0,
         };
-        let line = to_line(self.start.elapsed().as_millis() as u64, event);
+        let line = to_line(self.elapsed_ms(), event);
         let mut out = self.out.lock().expect("event log lock");
         writeln!(out, "{line}")
             .and_then(|()| out.flush())
             .context("cannot write events.jsonl")
+    }
+
+    /// Workload time, the `t_ms` of an event logged now.
+    pub fn elapsed_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
     }
 
     pub fn switches(&self) -> u64 {

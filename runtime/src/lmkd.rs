@@ -51,6 +51,7 @@
 
 pub mod decision;
 pub mod victim;
+pub mod wakeup_log;
 
 use crate::control::{spawn_thread, Control};
 use crate::events::{Event, EventLog};
@@ -67,6 +68,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use victim::{kill_order, Candidate};
+use wakeup_log::WakeupLog;
 
 /// How often an idle lmkd wakes to notice that the run is over.
 const IDLE_WAKEUP: Duration = Duration::from_millis(100);
@@ -105,15 +107,18 @@ pub struct Lmkd {
     waiting: Option<OwnedFd>,
     releaser: Sender<OwnedFd>,
     polling: Polling,
+    wakeups: WakeupLog,
 }
 
 impl Lmkd {
-    /// Install the PSI triggers and start the reaper thread.
+    /// Install the PSI triggers and start the reaper thread; each wakeup
+    /// is recorded in `wakeups` (wakeup_log.rs).
     pub fn new(
         cfg: &LmkdConfig,
         registry: Arc<ProcRegistry>,
         events: Arc<EventLog>,
         control: Arc<Control>,
+        wakeups: WakeupLog,
     ) -> Result<Lmkd> {
         let window = ms(cfg.window_ms);
         let triggers = vec![
@@ -158,6 +163,7 @@ impl Lmkd {
                 interval: ms(cfg.poll_long_ms),
                 resume: false,
             },
+            wakeups,
         })
     }
 
@@ -284,11 +290,22 @@ impl Lmkd {
         let snapshot = self.snapshot()?;
         let now_ms = self.epoch.elapsed().as_millis() as u64;
         let evaluation = self.decision.evaluate(level, event, now_ms, &snapshot);
+        let mut killed_kb = None;
         if let Some(plan) = &evaluation.kill {
-            if self.find_and_kill(level, plan)? > 0 {
+            let pages = self.find_and_kill(level, plan)?;
+            if pages > 0 {
                 self.decision.killed(plan);
             }
+            killed_kb = Some(pages * PAGE_KB);
         }
+        self.wakeups.record(
+            self.events.elapsed_ms(),
+            level,
+            event,
+            &evaluation,
+            &snapshot,
+            killed_kb,
+        )?;
         if self.waiting.is_some() {
             return Ok((Update::Pause, None));
         }

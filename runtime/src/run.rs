@@ -13,6 +13,7 @@ use crate::child_reaper;
 use crate::control::Control;
 use crate::events::EventLog;
 use crate::kthread_sched::Applied;
+use crate::lmkd::wakeup_log::WakeupLog;
 use crate::lmkd::Lmkd;
 use crate::metrics;
 use crate::proc_registry::ProcRegistry;
@@ -119,6 +120,7 @@ impl<'a> Workload<'a> {
             registry.clone(),
             events.clone(),
             control.clone(),
+            WakeupLog::create(&spec.out_dir.join("lmkd.csv"))?,
         )?;
         let threads_at_start = threads_cpu::read(&spec.metrics.reclaim_threads);
         let sampler = metrics::spawn(

@@ -52,6 +52,22 @@ def kill(app: str, reason: str, t_ms: int = 6000) -> dict:
             "rss_kb": 40000, "level": "medium", "reason": reason}
 
 
+LMKD_HEADER = ("t_ms,level,event,reclaim,swap_is_low,wmark,free_kb,swap_free_kb,thrashing,"
+               "reason,min_adj,killed_kb")
+
+
+def lmkd_row(t_ms: int, *, reclaim: str = "kswapd", swap_is_low: bool = False,
+             wmark: str = "none", thrashing: int | None = 0, reason: str = "",
+             killed_kb: int | None = None) -> str:
+    """One row of lmkd.csv, as runtime/src/lmkd/wakeup_log.rs writes it."""
+    if reclaim == "idle":
+        thrashing = None
+    return ",".join(map(str, [
+        t_ms, "medium", 0, reclaim, int(swap_is_low), wmark, 30000, 1024,
+        "" if thrashing is None else thrashing, reason, 201 if reason else "",
+        "" if not reason else (killed_kb or 0)]))
+
+
 def write_run(run_dir: Path, *, status: str = "ok",
               switches: list[dict] | None = None,
               kills: list[dict] | None = None,
@@ -64,6 +80,7 @@ def write_run(run_dir: Path, *, status: str = "ok",
               extra_vmstat_keys: list[str] | tuple[str, ...] = (),
               trace: str | None = None,
               swap_free_kb: list[int] | None = None,
+              lmkd_rows: list[str] | None = None,
               omit: tuple[str, ...] = ()) -> Path:
     """Write a run directory. `write_sectors` is the cumulative counter per sample
     (samples every 100 ms from t=0 unless `sample_t_ms` is given); the vmstat
@@ -72,7 +89,8 @@ def write_run(run_dir: Path, *, status: str = "ok",
     PMR_VMSTAT_KEYS for a kernel with the series). `trace` is trace.txt's
     text (see trace_text); without it no trace.txt is written, as when the
     spec lists no events. `swap_free_kb` is meminfo.csv's SwapFree per sample
-    (default: 200 MB free throughout). Files named in `omit` are not written."""
+    (default: 200 MB free throughout). `lmkd_rows` are lmkd.csv's rows (see
+    lmkd_row; default: one quiet wakeup). Files named in `omit` are not written."""
     run_dir.mkdir(parents=True, exist_ok=True)
     switches = switches if switches is not None else [
         switch("chrome", "cold", 900.0, 0), switch("youtube", "hot", 300.0, 0),
@@ -98,6 +116,8 @@ def write_run(run_dir: Path, *, status: str = "ok",
     threads_cpu = threads_cpu if threads_cpu is not None else {"kswapd0": 4.2}
     (run_dir / "threads_cpu.json").write_text(json.dumps(threads_cpu))
     _write_threads_cpu(run_dir / "threads_cpu.csv", sample_t_ms, threads_cpu)
+    rows = lmkd_rows if lmkd_rows is not None else [lmkd_row(500)]
+    (run_dir / "lmkd.csv").write_text("\n".join([LMKD_HEADER, *rows]) + "\n")
     if trace is not None:
         (run_dir / "trace.txt").write_text(trace)
     for name in omit:

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from fakerun import (ramp, PMR_VMSTAT_KEYS, kill, pmr_batch, switch, trace_text, write_campaign,
-                     write_run, writeback_time)
+from fakerun import (ramp, LMKD_HEADER, PMR_VMSTAT_KEYS, kill, lmkd_row, pmr_batch, switch,
+                     trace_text, write_campaign, write_run, writeback_time)
 from pmr_testbed import report
 from pmr_testbed.metrics import MB
 from pmr_testbed.report import (PLOT_FILES, bucketed, ecdf, median_run, size_bucket_kb,
@@ -123,6 +123,28 @@ def test_host_cpu_table_only_for_runs_that_sampled_it(tmp_path):
     rows = [line for line in host.splitlines() if line.startswith("| ") and "---" not in line]
     assert [r.split(" |")[0] for r in rows] == ["| scheme", "| pmr"]
     assert rows[1].startswith("| pmr | 1.40 [1.20, 1.60] | 0.90 [0.90, 0.90] |")
+
+
+def test_lmkd_table_gives_each_repetitions_wakeups_after_its_last_kill(tmp_path):
+    results = _write_results(tmp_path, with_failure=False)
+    # fakerun's kills are all at 6,000 ms; one wakeup after them in pmr-r1
+    (results / "runs" / "pmr-r1" / "lmkd.csv").write_text("\n".join([
+        LMKD_HEADER, lmkd_row(5000, swap_is_low=True, wmark="low"),
+        lmkd_row(7000, swap_is_low=True, wmark="min", thrashing=35)]) + "\n")
+    md = write_report(results).read_text()
+    lmkd = md.split("Why lmkd killed no more")[1].split("\n\n")[1]
+    rows = {tuple(c.strip() for c in line.split("|")[1:3]): line for line in lmkd.splitlines()
+            if line.startswith("| ") and "---" not in line}
+    assert len(rows) == 7            # the header, three schemes x two reps
+    assert rows[("pmr", "1")].endswith("| 1 | 1 | 1 | 1 | 1 | 35 | 0 |")
+    assert rows[("pmr", "2")].endswith("| 0 | 0 | 0 | 0 | 0 | – | 0 |")
+
+
+def test_no_lmkd_table_without_lmkd_csv(tmp_path):
+    results = _write_results(tmp_path, with_failure=False)
+    for run in (results / "runs").iterdir():
+        (run / "lmkd.csv").unlink()
+    assert "Why lmkd killed no more" not in write_report(results).read_text()
 
 
 @pytest.mark.parametrize("size_kb, bucket", [(0.5, 0.5), (4, 4), (12, 8), (64, 64), (1023, 512)])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fakerun import kill, write_run
+from fakerun import kill, lmkd_row, write_run
 from pmr_testbed.metrics import load_run
 
 
@@ -103,3 +103,26 @@ def test_samples_with_a_thread_gone_are_left_out(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     m = load_run(run)
     assert m.settled["until_last_kill"]["reclaim_cpu_s"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_what_lmkd_saw_after_its_last_kill(tmp_path):
+    rows = [lmkd_row(900, swap_is_low=True, wmark="low", reason="low_mem_and_swap",
+                     killed_kb=40000),                                   # before: not counted
+            lmkd_row(1000, swap_is_low=True, wmark="low", reason="low_mem_and_swap",
+                     killed_kb=40000),                                   # the kill itself
+            lmkd_row(1010, reclaim="idle", swap_is_low=True, wmark="low"),
+            lmkd_row(1020, swap_is_low=True, wmark="high", thrashing=40),
+            lmkd_row(1030, swap_is_low=True, wmark="min", thrashing=7,
+                     reason="low_mem_and_swap", killed_kb=0),
+            lmkd_row(1040, wmark="low", thrashing=3),
+            lmkd_row(1050, reclaim="direct", swap_is_low=True, wmark="none", thrashing=120)]
+    m = _run(tmp_path, [kill("opera", "low_mem_and_swap", t_ms=1000)], lmkd_rows=rows)
+    assert m.settled["lmkd"] == {"wakeups": 5, "evaluated": 4, "swap_low": 3,
+                                 "under_low_wmark": 2, "swap_low_under_low_wmark": 1,
+                                 "thrashing_max": 120, "kill_reasons_without_victim": 1}
+
+
+def test_a_run_without_lmkd_csv_has_no_lmkd_figures(tmp_path):
+    m = _run(tmp_path, [kill("opera", "low_mem_and_swap", t_ms=1000)], omit=("lmkd.csv",))
+    assert m.settled["lmkd"] is None
+    assert "lmkd.csv" in m.missing

@@ -146,11 +146,28 @@ pub struct KillPlan {
     cut_thrashing_limit: bool,
 }
 
+#[cfg(test)]
+impl KillPlan {
+    pub fn new(reason: KillReason, min_adj: i32, thrashing: i64) -> KillPlan {
+        KillPlan {
+            reason,
+            min_adj,
+            thrashing,
+            cut_thrashing_limit: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Evaluation {
     pub kill: Option<KillPlan>,
     pub swap_is_low: bool,
     pub reclaim: Reclaim,
+    /// The lowest watermark free memory was under.
+    pub wmark: Wmark,
+    /// The thrashing figure the kill reasons were checked against; `None`
+    /// when the wakeup returned early (neither reclaim nor refaults).
+    pub thrashing: Option<i64>,
 }
 
 /// The state `mp_event_psi` keeps across wakeups (its `static` locals).
@@ -232,6 +249,8 @@ impl Decision {
                 kill: None,
                 swap_is_low,
                 reclaim: Reclaim::None,
+                wmark: s.lowest_watermark(),
+                thrashing: None,
             };
         } else {
             Reclaim::None
@@ -252,6 +271,8 @@ impl Decision {
             kill: plan,
             swap_is_low,
             reclaim,
+            wmark: s.lowest_watermark(),
+            thrashing: Some(thrashing),
         }
     }
 
@@ -456,7 +477,9 @@ mod tests {
             Evaluation {
                 kill: None,
                 swap_is_low: false,
-                reclaim: Reclaim::None
+                reclaim: Reclaim::None,
+                wmark: Wmark::None,
+                thrashing: None,
             }
         );
         // Reclaim without thrashing, memory above the high watermark.
@@ -464,6 +487,7 @@ mod tests {
         s2.vm.pgscan_kswapd = 5;
         let e = d.evaluate(Level::Medium, false, 100, &s2);
         assert_eq!((e.kill, e.reclaim), (None, Reclaim::Kswapd));
+        assert_eq!((e.wmark, e.thrashing), (Wmark::None, Some(0)));
     }
 
     #[test]

@@ -1,0 +1,54 @@
+"""What lmkd saw at its wakeups after its last kill (lmkd.csv).
+
+The runtime's lmkd writes a row for each wakeup of its PSI handler that
+read the system's state (runtime/src/lmkd/wakeup_log.rs). A run whose
+survivors do not fit ends with swap full and its page cache thrashing,
+and lmkd kills no more (settled_state.py); these figures say why, from
+lmkd's own view. Android's lmkd kills for `low_mem_and_swap` only when,
+at a wakeup, swap is low *and* free memory is under the low watermark
+(its `wmark < WMARK_HIGH`), and for the thrashing reasons only when the
+refaulted share of the file LRU passes its limit.
+
+- `wakeups`: rows after the last kill (after the workload start without
+  kills); `evaluated`: those that got past lmkd's early return (reclaim
+  or refaults since the previous wakeup);
+- `swap_low`, `under_low_wmark`: evaluated wakeups with swap low, with
+  free memory under the low watermark (lmkd's WMARK_LOW or WMARK_MIN);
+  `swap_low_under_low_wmark`: both at once, what `low_mem_and_swap` needs;
+- `thrashing_max`: the largest thrashing figure (%), None without an
+  evaluated wakeup;
+- `kill_reasons_without_victim`: wakeups that chose a kill reason but
+  found no process at or above its minimum oom_score_adj.
+
+None for a run without lmkd.csv (runtimes before it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # metrics imports settled_state, which imports this module
+    from .metrics import Table
+
+UNDER_LOW = ("min", "low")
+
+
+def lmkd_after(lmkd: Table | None, since_ms: float) -> dict | None:
+    """The figures above from lmkd.csv's rows later than `since_ms`."""
+    if lmkd is None:
+        return None
+    header, rows = lmkd
+    col = {name: header.index(name) for name in header}
+    after = [r for r in rows if len(r) == len(header) and float(r[col["t_ms"]]) > since_ms]
+    evaluated = [r for r in after if r[col["reclaim"]] != "idle"]
+    swap_low = [r[col["swap_is_low"]] == "1" for r in evaluated]
+    under_low = [r[col["wmark"]] in UNDER_LOW for r in evaluated]
+    thrashing = [int(r[col["thrashing"]]) for r in evaluated if r[col["thrashing"]]]
+    return {"wakeups": len(after),
+            "evaluated": len(evaluated),
+            "swap_low": sum(swap_low),
+            "under_low_wmark": sum(under_low),
+            "swap_low_under_low_wmark": sum(a and b for a, b in zip(swap_low, under_low)),
+            "thrashing_max": max(thrashing, default=None),
+            "kill_reasons_without_victim": sum(
+                1 for r in after if r[col["reason"]] and r[col["killed_kb"]] == "0")}
