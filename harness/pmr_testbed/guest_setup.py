@@ -32,11 +32,24 @@ def check_host_memory(ram_mb: int) -> None:
                         f"{ram_mb} MB: close other programs or pick a smaller profile")
 
 
+def newer_runtime_source() -> Path | None:
+    """A source of pmr-guest newer than its binary, if any: the guests would
+    run an older runtime than the tree's."""
+    runtime = paths.RUNTIME_DIR
+    built = paths.RUNTIME_BIN.stat().st_mtime
+    return max((p for p in (runtime / "src").rglob("*.rs") if p.stat().st_mtime > built),
+               key=lambda p: p.stat().st_mtime, default=None)
+
+
 def check_host(profile: Profile) -> None:
-    """QEMU, vng, the runtime binary and enough host memory for the guest."""
+    """QEMU, vng, an up-to-date runtime binary and enough host memory for
+    the guest."""
     guest.check_host_tools()
     if not paths.RUNTIME_BIN.exists():
         raise UserError(f"{paths.RUNTIME_BIN} is not built: run `make setup`")
+    if newer := newer_runtime_source():
+        raise UserError(f"{paths.RUNTIME_BIN} is older than {newer}: run `make setup` "
+                        "to rebuild it")
     check_host_memory(profile.guest_ram_mb)
 
 

@@ -748,8 +748,10 @@ BY_REP_COLUMNS = [("kills", "kills"), ("memory_stall_s.some", "memory stall s"),
 
 
 LMKD_BY_REP_COLUMNS = [("kills", "kills"), ("settled.swap_full_s", "swap full after it, s"),
-                       ("settled.lmkd.wakeups", "wakeups"),
-                       ("settled.lmkd.evaluated", "evaluated"),
+                       ("settled.lmkd.events", "PSI events"),
+                       ("settled.lmkd.evaluated", "evaluated wakeups"),
+                       ("settled.lmkd.events_after", "PSI events after it"),
+                       ("settled.lmkd.evaluated_after", "evaluated after it"),
                        ("settled.lmkd.swap_low", "swap low"),
                        ("settled.lmkd.under_low_wmark", "free under the low watermark"),
                        ("settled.lmkd.swap_low_under_low_wmark", "both"),
@@ -767,7 +769,7 @@ def by_rep_table(schemes: dict[str, dict], columns=None) -> list[str]:
 def lmkd_table(schemes: dict[str, dict]) -> list[str]:
     """Each repetition's lmkd wakeups after its last kill (lmkd_wakeups.py);
     empty when no run has lmkd.csv."""
-    if not any(r.get("settled.lmkd.wakeups") is not None
+    if not any(r.get("settled.lmkd.events") is not None
                for e in schemes.values() for r in e.get("by_rep", [])):
         return []
     return by_rep_table(schemes, LMKD_BY_REP_COLUMNS)
@@ -836,13 +838,16 @@ def render_markdown(s: dict) -> str:
                   "full for the rest of the run, whatever the scheme; compare schemes "
                   "with this in view.", "", *reps, ""]
     if lmkd := lmkd_table(s["schemes"]):
-        lines += ["Why lmkd killed no more: its wakeups after its last kill, from its own "
-                  "record (lmkd.csv). Evaluated wakeups got past its early return (reclaim "
-                  "or refaults since the one before); of those, how many found swap low, "
-                  "free memory under the low watermark, and both, which `low_mem_and_swap` "
-                  "needs; the largest thrashing figure (refaulted share of the file LRU, %; "
-                  "the thrashing reasons need it over 100 with swap low); and the wakeups "
-                  "that chose a kill reason but found no process to kill.", "", *lmkd, ""]
+        lines += ["Why lmkd killed no more, from its own record (lmkd.csv): lmkd looks "
+                  "only when a PSI trigger fires (70 ms of memory stall in a second), then "
+                  "polls for a second; the PSI events and the wakeups that got past its "
+                  "early return (reclaim or refaults since the one before) over the run, "
+                  "then after the last kill; of the evaluated ones after it, how many found "
+                  "swap low, free memory under the low watermark, and both, which "
+                  "`low_mem_and_swap` needs; the largest thrashing figure (refaulted share "
+                  "of the file LRU, %; the thrashing reasons need it over 100 with swap "
+                  "low); and the wakeups that chose a kill reason but found no process to "
+                  "kill.", "", *lmkd, ""]
     if fit := fitting_table(s.get("fitting")):
         f = s["fitting"]
         lines += [f"Over the repetitions that fit: swap full for under "

@@ -4,8 +4,10 @@ On the `paper` scenario the apps' memory exceeds RAM plus swap, so lmkd
 kills until the survivors fit. Where it stops decides the rest of the run:
 when the survivors' anonymous memory leaves too little room for their file
 pages and swap is full, reclaim can only take file pages and the run thrashes
-them until it ends (no further kill: free memory stays near the high
-watermark and the refaults stay below lmkd's thrashing limit). One kill more
+them until it ends (no further kill: in session 35's runs, none of lmkd's
+wakeups after its last kill found free memory under the low watermark, and
+its thrashing figure stayed at 50% or less, half its limit; see `lmkd`
+below). One kill more
 or less puts a repetition on either side, whatever the reclaim scheme, and
 the two sides differ in response time and reclaim CPU by more than the
 schemes do; this is what each run's figures say about it:
@@ -27,8 +29,9 @@ schemes do; this is what each run's figures say about it:
   `pswpout_mb`. A scheme that kills fewer apps keeps more of them to
   reclaim from after its last kill; the split shows whether its totals
   differ from another's while lmkd killed, or after;
-- `lmkd`: what lmkd saw at its wakeups over the same window, and so why
-  it killed no more (lmkd_wakeups.py); None without lmkd.csv.
+- `lmkd`: what lmkd saw at its wakeups, over the run and after its last
+  kill, and so why it killed no more (lmkd_wakeups.py); None without
+  lmkd.csv.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .lmkd_wakeups import lmkd_after
+from .lmkd_wakeups import lmkd_wakeups
 
 if TYPE_CHECKING:   # metrics imports this module
     from .metrics import Table
@@ -61,7 +64,7 @@ def settled_state(kills: list[dict], vmstat: Table, meminfo: Table | None,
             "swap_free_mb_min": swap_free_min_mb(meminfo, since_ms),
             "swap_full_s": swap_full_s(meminfo, since_ms),
             **work_split(since_ms, t_ms, vmstat, threads_cpu),
-            "lmkd": lmkd_after(lmkd, since_ms)}
+            "lmkd": lmkd_wakeups(lmkd)}
 
 
 PAGE_MB = 4096 / 2**20

@@ -56,14 +56,14 @@ LMKD_HEADER = ("t_ms,level,event,reclaim,swap_is_low,wmark,free_kb,swap_free_kb,
                "reason,min_adj,killed_kb")
 
 
-def lmkd_row(t_ms: int, *, reclaim: str = "kswapd", swap_is_low: bool = False,
-             wmark: str = "none", thrashing: int | None = 0, reason: str = "",
-             killed_kb: int | None = None) -> str:
+def lmkd_row(t_ms: int, *, event: bool = False, reclaim: str = "kswapd",
+             swap_is_low: bool = False, wmark: str = "none", thrashing: int | None = 0,
+             reason: str = "", killed_kb: int | None = None) -> str:
     """One row of lmkd.csv, as runtime/src/lmkd/wakeup_log.rs writes it."""
     if reclaim == "idle":
         thrashing = None
     return ",".join(map(str, [
-        t_ms, "medium", 0, reclaim, int(swap_is_low), wmark, 30000, 1024,
+        t_ms, "medium", int(event), reclaim, int(swap_is_low), wmark, 30000, 1024,
         "" if thrashing is None else thrashing, reason, 201 if reason else "",
         "" if not reason else (killed_kb or 0)]))
 

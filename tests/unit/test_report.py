@@ -127,17 +127,19 @@ def test_host_cpu_table_only_for_runs_that_sampled_it(tmp_path):
 
 def test_lmkd_table_gives_each_repetitions_wakeups_after_its_last_kill(tmp_path):
     results = _write_results(tmp_path, with_failure=False)
-    # fakerun's kills are all at 6,000 ms; one wakeup after them in pmr-r1
+    # pmr-r1: a kill, then one wakeup after it
     (results / "runs" / "pmr-r1" / "lmkd.csv").write_text("\n".join([
-        LMKD_HEADER, lmkd_row(5000, swap_is_low=True, wmark="low"),
+        LMKD_HEADER, lmkd_row(5000, event=True, swap_is_low=True, wmark="low",
+                              reason="low_mem_and_swap", killed_kb=40000),
         lmkd_row(7000, swap_is_low=True, wmark="min", thrashing=35)]) + "\n")
     md = write_report(results).read_text()
     lmkd = md.split("Why lmkd killed no more")[1].split("\n\n")[1]
     rows = {tuple(c.strip() for c in line.split("|")[1:3]): line for line in lmkd.splitlines()
             if line.startswith("| ") and "---" not in line}
     assert len(rows) == 7            # the header, three schemes x two reps
-    assert rows[("pmr", "1")].endswith("| 1 | 1 | 1 | 1 | 1 | 35 | 0 |")
-    assert rows[("pmr", "2")].endswith("| 0 | 0 | 0 | 0 | 0 | – | 0 |")
+    assert rows[("pmr", "1")].endswith("| 1 | 2 | 0 | 1 | 1 | 1 | 1 | 35 | 0 |")
+    # fakerun's one quiet wakeup, without a kill: after the (absent) last kill
+    assert rows[("pmr", "2")].endswith("| 0 | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 0 |")
 
 
 def test_no_lmkd_table_without_lmkd_csv(tmp_path):

@@ -105,21 +105,32 @@ def test_samples_with_a_thread_gone_are_left_out(tmp_path):
     assert m.settled["until_last_kill"]["reclaim_cpu_s"] == pytest.approx(1.0, abs=0.01)
 
 
-def test_what_lmkd_saw_after_its_last_kill(tmp_path):
-    rows = [lmkd_row(900, swap_is_low=True, wmark="low", reason="low_mem_and_swap",
-                     killed_kb=40000),                                   # before: not counted
-            lmkd_row(1000, swap_is_low=True, wmark="low", reason="low_mem_and_swap",
-                     killed_kb=40000),                                   # the kill itself
+def test_what_lmkd_saw_over_the_run_and_after_its_last_kill(tmp_path):
+    rows = [lmkd_row(800, event=True, swap_is_low=True, wmark="high"),
+            lmkd_row(900, swap_is_low=True, wmark="low", reason="low_mem_and_swap",
+                     killed_kb=40000),
+            lmkd_row(1000, event=True, swap_is_low=True, wmark="low",
+                     reason="low_mem_and_swap", killed_kb=40000),      # the last kill
             lmkd_row(1010, reclaim="idle", swap_is_low=True, wmark="low"),
-            lmkd_row(1020, swap_is_low=True, wmark="high", thrashing=40),
+            lmkd_row(1020, event=True, swap_is_low=True, wmark="high", thrashing=40),
             lmkd_row(1030, swap_is_low=True, wmark="min", thrashing=7,
-                     reason="low_mem_and_swap", killed_kb=0),
+                     reason="low_mem_and_swap", killed_kb=0),           # no victim
             lmkd_row(1040, wmark="low", thrashing=3),
             lmkd_row(1050, reclaim="direct", swap_is_low=True, wmark="none", thrashing=120)]
     m = _run(tmp_path, [kill("opera", "low_mem_and_swap", t_ms=1000)], lmkd_rows=rows)
-    assert m.settled["lmkd"] == {"wakeups": 5, "evaluated": 4, "swap_low": 3,
+    assert m.settled["lmkd"] == {"events": 3, "evaluated": 7, "events_after": 1,
+                                 "wakeups_after": 5, "evaluated_after": 4, "swap_low": 3,
                                  "under_low_wmark": 2, "swap_low_under_low_wmark": 1,
                                  "thrashing_max": 120, "kill_reasons_without_victim": 1}
+
+
+def test_without_a_kill_every_wakeup_is_after_it(tmp_path):
+    rows = [lmkd_row(100, event=True, swap_is_low=True, wmark="high", thrashing=12),
+            lmkd_row(110, reclaim="idle")]
+    m = _run(tmp_path, [], lmkd_rows=rows)
+    assert m.settled["lmkd"]["wakeups_after"] == 2
+    assert m.settled["lmkd"]["evaluated_after"] == 1
+    assert m.settled["lmkd"]["thrashing_max"] == 12
 
 
 def test_a_run_without_lmkd_csv_has_no_lmkd_figures(tmp_path):

@@ -234,7 +234,9 @@ def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
                             "switch_kinds.cold.cost.runq_ms", "allocstall", "reclaim_cpu_total",
                             "reclaim_cpu_us_per_page", "settled.after_last_kill.reclaim_cpu_s",
                             "pswpout_mb", "settled.after_last_kill.pswpout_mb",
-                            "settled.lmkd.wakeups", "settled.lmkd.evaluated",
+                            "settled.lmkd.events", "settled.lmkd.evaluated",
+                            "settled.lmkd.events_after", "settled.lmkd.wakeups_after",
+                            "settled.lmkd.evaluated_after",
                             "settled.lmkd.swap_low", "settled.lmkd.under_low_wmark",
                             "settled.lmkd.swap_low_under_low_wmark", "settled.lmkd.thrashing_max",
                             "settled.lmkd.kill_reasons_without_victim"}
