@@ -37,7 +37,8 @@ def newer_runtime_source() -> Path | None:
     run an older runtime than the tree's."""
     runtime = paths.RUNTIME_DIR
     built = paths.RUNTIME_BIN.stat().st_mtime
-    return max((p for p in (runtime / "src").rglob("*.rs") if p.stat().st_mtime > built),
+    sources = [p for p in (runtime / "src").rglob("*.rs") if p.is_file()]  # not a dangling link
+    return max((p for p in sources if p.stat().st_mtime > built),
                key=lambda p: p.stat().st_mtime, default=None)
 
 

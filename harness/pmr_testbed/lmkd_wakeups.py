@@ -13,9 +13,10 @@ LRU passes its limit. A run whose survivors do not fit ends with swap full
 and its page cache thrashing, and lmkd kills no more (settled_state.py);
 these figures say why, from lmkd's own view.
 
-Over the run:
-- `events`: PSI events; `evaluated`: wakeups that got past the early
-  return.
+Over the run (to lmkd's stop, just after the workload's end):
+- `events`: the PSI events lmkd handled (not those that came while a
+  victim was still exiting: those wakeups read nothing and have no row);
+  `evaluated`: wakeups that got past the early return.
 
 After the last kill (from the first wakeup after the one that made it;
 the whole run without kills):
@@ -28,7 +29,7 @@ the whole run without kills):
 - `kill_reasons_without_victim`: wakeups that chose a kill reason but
   found no process at or above its minimum oom_score_adj.
 
-None for a run without lmkd.csv (runtimes before it).
+Every figure is None for a run without lmkd.csv (runtimes before it).
 """
 
 from __future__ import annotations
@@ -39,12 +40,16 @@ if TYPE_CHECKING:   # metrics imports settled_state, which imports this module
     from .metrics import Table
 
 UNDER_LOW = ("min", "low")
+FIGURES = ("events", "evaluated", "events_after", "wakeups_after", "evaluated_after", "swap_low",
+           "under_low_wmark", "swap_low_under_low_wmark", "thrashing_max",
+           "kill_reasons_without_victim")
 
 
-def lmkd_wakeups(lmkd: Table | None) -> dict | None:
-    """The figures above from lmkd.csv's header and rows."""
+def lmkd_wakeups(lmkd: Table | None) -> dict:
+    """The figures above from lmkd.csv's header and rows. The same keys
+    with or without the file, so that a scheme's runs summarise alike."""
     if lmkd is None:
-        return None
+        return dict.fromkeys(FIGURES)
     header, rows = lmkd
     col = {name: header.index(name) for name in header}
     rows = [r for r in rows if len(r) == len(header)]

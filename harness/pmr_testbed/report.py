@@ -840,14 +840,15 @@ def render_markdown(s: dict) -> str:
     if lmkd := lmkd_table(s["schemes"]):
         lines += ["Why lmkd killed no more, from its own record (lmkd.csv): lmkd looks "
                   "only when a PSI trigger fires (70 ms of memory stall in a second), then "
-                  "polls for a second; the PSI events and the wakeups that got past its "
-                  "early return (reclaim or refaults since the one before) over the run, "
-                  "then after the last kill; of the evaluated ones after it, how many found "
-                  "swap low, free memory under the low watermark, and both, which "
-                  "`low_mem_and_swap` needs; the largest thrashing figure (refaulted share "
-                  "of the file LRU, %; the thrashing reasons need it over 100 with swap "
-                  "low); and the wakeups that chose a kill reason but found no process to "
-                  "kill.", "", *lmkd, ""]
+                  "polls for a second; the PSI events it handled and the wakeups that got "
+                  "past its early return (reclaim or refaults since the one before) over "
+                  "the run, then after the last kill; of the evaluated ones after it, how "
+                  "many found swap low, free memory under the low watermark, and both, "
+                  "which `low_mem_and_swap` needs; the largest thrashing figure (refaulted "
+                  "share of the file LRU, %: `low_swap_and_thrashing` needs it over its "
+                  "limit, 100, with swap low, the other thrashing reasons with free memory "
+                  "under the low watermark or direct reclaim); and the wakeups that chose "
+                  "a kill reason but found no process to kill.", "", *lmkd, ""]
     if fit := fitting_table(s.get("fitting")):
         f = s["fitting"]
         lines += [f"Over the repetitions that fit: swap full for under "

@@ -30,8 +30,8 @@ schemes do; this is what each run's figures say about it:
   reclaim from after its last kill; the split shows whether its totals
   differ from another's while lmkd killed, or after;
 - `lmkd`: what lmkd saw at its wakeups, over the run and after its last
-  kill, and so why it killed no more (lmkd_wakeups.py); None without
-  lmkd.csv.
+  kill, and so why it killed no more (lmkd_wakeups.py); its figures are
+  None without lmkd.csv.
 """
 
 from __future__ import annotations

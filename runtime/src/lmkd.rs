@@ -39,6 +39,9 @@
 //! - lmkd runs SCHED_FIFO (a warning if the kernel refuses) and, as part of
 //!   the `run` process, mlockall'd.
 //!
+//! Each wakeup that reads the system's state is recorded for the host in
+//! `lmkd.csv` (wakeup_log.rs), written once lmkd stops.
+//!
 //! Not modelled: the vmpressure (non-PSI) and in-kernel-driver paths,
 //! minfree levels, per-app memcg soft limits, the watchdog, statsd and
 //! logd reporting, the pid-reuse check (pids are not reused within a
@@ -175,6 +178,9 @@ impl Lmkd {
             if let Err(e) = self.main_loop() {
                 self.control.fail(format!("lmkd: {e:#}"));
             }
+            if let Err(e) = self.wakeups.finish() {
+                self.control.fail(format!("lmkd: {e:#}"));
+            }
         })?)
     }
 
@@ -305,7 +311,7 @@ impl Lmkd {
             &evaluation,
             &snapshot,
             killed_kb,
-        )?;
+        );
         if self.waiting.is_some() {
             return Ok((Update::Pause, None));
         }

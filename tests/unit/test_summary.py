@@ -285,3 +285,15 @@ def test_a_trace_event_asked_for_and_missing_is_a_warning(tmp_path):
     assert write_summary(results)["warnings"] == [
         "original rep 1: the kernel has no vmscan/nope (--trace-event): not recorded",
         "pmr rep 1: the kernel has no vmscan/nope (--trace-event): not recorded"]
+
+
+@pytest.mark.parametrize("without", [1, 3])
+def test_runs_with_and_without_lmkd_csv_summarise_together(tmp_path, without):
+    results = _results(tmp_path, {"original": [2, 5, 3]})
+    (results / "runs" / f"original-r{without}" / "lmkd.csv").unlink()
+    s = write_summary(results)
+    rows = {r["rep"]: r for r in s["schemes"]["original"]["by_rep"]}
+    assert rows[without]["settled.lmkd.events"] is None
+    assert all(rows[rep]["settled.lmkd.wakeups_after"] is not None
+               for rep in rows if rep != without)
+    assert validate_summary(s) == []

@@ -18,35 +18,38 @@
 //! reason). Wakeups while a victim is still exiting read nothing and have
 //! no row.
 //!
-//! Rows are buffered and written out at most every `FLUSH_EVERY` and when
-//! the log is dropped: a polling lmkd wakes every 10 ms.
+//! lmkd runs SCHED_FIFO, and a write to the run directory goes to the
+//! host: the rows are kept in memory, reserved up front (the `run` process
+//! is mlockall'd, so that memory is locked before the workload starts),
+//! and written out once lmkd stops (`finish`). The header is written at
+//! once, so that a run cut short still has a well-formed file.
 
 use super::decision::{Evaluation, Level, Reclaim, Snapshot, Wmark, PAGE_KB};
 use anyhow::{Context, Result};
 use serde::Serialize;
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 const HEADER: &str =
     "t_ms,level,event,reclaim,swap_is_low,wmark,free_kb,swap_free_kb,thrashing,reason,min_adj,killed_kb";
-const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Room for about 25,000 rows before the buffer grows; a `paper` run has
+/// 2,000-4,000.
+const RESERVE_BYTES: usize = 2 << 20;
 
 pub struct WakeupLog {
-    out: BufWriter<File>,
-    flushed: Instant,
+    path: PathBuf,
+    rows: String,
 }
 
 impl WakeupLog {
     pub fn create(path: &Path) -> Result<WakeupLog> {
-        let file =
+        let mut file =
             File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-        let mut out = BufWriter::new(file);
-        writeln!(out, "{HEADER}").context("cannot write lmkd.csv")?;
+        writeln!(file, "{HEADER}").context("cannot write lmkd.csv")?;
         Ok(WakeupLog {
-            out,
-            flushed: Instant::now(),
+            path: path.to_path_buf(),
+            rows: String::with_capacity(RESERVE_BYTES),
         })
     }
 
@@ -60,22 +63,21 @@ impl WakeupLog {
         evaluation: &Evaluation,
         snapshot: &Snapshot,
         killed_kb: Option<i64>,
-    ) -> Result<()> {
-        let line = row(t_ms, level, event, evaluation, snapshot, killed_kb);
-        writeln!(self.out, "{line}").context("cannot write lmkd.csv")?;
-        if self.flushed.elapsed() >= FLUSH_EVERY {
-            self.out.flush().context("cannot write lmkd.csv")?;
-            self.flushed = Instant::now();
-        }
-        Ok(())
+    ) {
+        self.rows
+            .push_str(&row(t_ms, level, event, evaluation, snapshot, killed_kb));
+        self.rows.push('\n');
     }
-}
 
-impl Drop for WakeupLog {
-    fn drop(&mut self) {
-        if let Err(e) = self.out.flush() {
-            eprintln!("pmr-guest: lmkd: cannot write lmkd.csv: {e}");
-        }
+    /// Append the rows recorded so far to the file.
+    pub fn finish(&mut self) -> Result<()> {
+        OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .and_then(|mut file| file.write_all(self.rows.as_bytes()))
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        self.rows.clear();
+        Ok(())
     }
 }
 
@@ -200,28 +202,27 @@ mod tests {
     }
 
     #[test]
-    fn the_file_has_its_header_and_every_row_once_dropped() {
+    fn the_file_has_its_header_at_once_and_every_row_once_finished() {
         let dir = std::env::temp_dir().join(format!("pmr-lmkd-log-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("lmkd.csv");
-        {
-            let mut log = WakeupLog::create(&path).unwrap();
-            for t in 0..3 {
-                log.record(
-                    t,
-                    Level::Medium,
-                    false,
-                    &evaluation(None, Some(0)),
-                    &snapshot(),
-                    None,
-                )
-                .unwrap();
-            }
+        let quiet = evaluation(None, Some(0));
+        let mut log = WakeupLog::create(&path).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{HEADER}\n")
+        );
+        for t in 0..3 {
+            log.record(t, Level::Medium, false, &quiet, &snapshot(), None);
         }
+        log.finish().unwrap();
+        log.record(3, Level::Medium, false, &quiet, &snapshot(), None);
+        log.finish().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], HEADER);
-        assert_eq!(lines.len(), 4);
+        assert_eq!(lines.len(), 5);
+        assert!(lines[4].starts_with("3,medium,"), "{}", lines[4]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
