@@ -767,8 +767,8 @@ def by_rep_table(schemes: dict[str, dict], columns=None) -> list[str]:
 
 
 def lmkd_table(schemes: dict[str, dict]) -> list[str]:
-    """Each repetition's lmkd wakeups after its last kill (lmkd_wakeups.py);
-    empty when no run has lmkd.csv."""
+    """Each repetition's lmkd wakeups, over the run and after its last kill
+    (lmkd_wakeups.py); empty when no run has lmkd.csv."""
     if not any(r.get("settled.lmkd.events") is not None
                for e in schemes.values() for r in e.get("by_rep", [])):
         return []

@@ -110,8 +110,13 @@ impl Snapshot {
         free_swap.min(easy_available * compression_ratio)
     }
 
+    /// Free pages as lmkd counts them against the watermarks: less CMA.
+    pub fn free_pages(&self) -> i64 {
+        Self::pages(self.mem.mem_free) - Self::pages(self.mem.cma_free)
+    }
+
     pub fn lowest_watermark(&self) -> Wmark {
-        let free = Self::pages(self.mem.mem_free) - Self::pages(self.mem.cma_free);
+        let free = self.free_pages();
         let w = &self.watermarks;
         if free < w.min {
             Wmark::Min

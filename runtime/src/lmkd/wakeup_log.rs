@@ -119,7 +119,7 @@ fn row(
         name(&level),
         u8::from(event),
         u8::from(e.swap_is_low),
-        (s.mem.mem_free - s.mem.cma_free) / PAGE_KB * PAGE_KB,
+        s.free_pages() * PAGE_KB,
         s.mem.swap_free,
         opt(e.thrashing),
         opt(e.kill.as_ref().map(|_| killed_kb.unwrap_or(0))),
