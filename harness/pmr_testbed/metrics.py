@@ -66,6 +66,10 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   kernel or the trace has neither.
   `unmap_us_samples` is the per-page unmap time of each 1-MB window of
   kswapd's unmapping (writeback.unmap_window_us_per_page), for the plot.
+- `capacity` (capacity.py): the apps' anonymous footprints against the
+  guest's RAM and swap, and the fewest kills that make them fit, which no
+  scheme that keeps the apps' pages can go below; None without spec.json
+  (a run directory written by hand).
 - `settled` (settled_state.py): how the run settled after lmkd's last kill
   (its time, the file refault rate after it, the least SwapFree after it),
   and the reclaim work (CPU, pages, swap out) until it and after it.
@@ -104,6 +108,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .capacity import capacity
 from .errors import UserError
 from .host_cpu import HOST_CPU_FILE, host_cpu_figures, read_host_cpu
 from .kswapd_rounds import KswapdRound, kswapd_rounds, round_figures
@@ -178,6 +183,7 @@ class RunMetrics:
     kswapd_rounds: dict | None = None
     kswapd_round_list: list[KswapdRound] = field(default_factory=list)
     host_cpu: dict | None = None
+    capacity: dict | None = None
     trace_overrun: int | None = None
     trace_missing: list[str] = field(default_factory=list)   # events the kernel lacks
     missing: list[str] = field(default_factory=list)
@@ -206,6 +212,7 @@ def load_run(run_dir: Path) -> RunMetrics:
     vm = vmstat_deltas(vmstat, run_dir / "vmstat.csv")
     t_s, mbps = reclaim_throughput(run_dir / "diskstat.csv", run["swap_dev"])
     threads = _read_optional_json(run_dir / "threads_cpu.json")
+    spec = _read_optional_json(run_dir / "spec.json")
     hist = _read_optional_json(run_dir / "swap_write_hist.json")
     try:
         trace = read_trace(run_dir / "trace.txt")
@@ -260,6 +267,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         kswapd_rounds=round_figures(rounds),
         kswapd_round_list=rounds,
         host_cpu=host,
+        capacity=None if spec is None else capacity(spec, run),
         trace_overrun=trace.overrun if trace else None,
         trace_missing=trace.missing if trace else [],
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],

@@ -877,6 +877,17 @@ def _floor_summary(collected: dict[str, Collected]) -> dict | None:
             "demand_mbps": floor_figure(collected, "anon_growth_peak_mbps")}
 
 
+def _capacity_summary(collected: dict[str, Collected]) -> dict | None:
+    """The kills no scheme can avoid on main (capacity.py), and the lowest
+    kills ratio against original they leave; None without them."""
+    base = _main_schemes(collected).get(BASELINE) or {}
+    c = base.get("capacity")
+    if not c:
+        return None
+    fewest, kills = c.get("fewest_kills"), base.get("kills")
+    return {**c, "best_kills_ratio": fewest / kills if fewest is not None and kills else None}
+
+
 def paper_summary(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict]) -> dict:
     schemes = _main_schemes(collected)
     return {
@@ -892,6 +903,7 @@ def paper_summary(p: PaperPlan, collected: dict[str, Collected], ratios: dict[st
         "ratios": ratios,
         "missed": [k for k, r in ratios.items() if r["status"] == "missed"],
         "floor": _floor_summary(collected),
+        "capacity": _capacity_summary(collected),
         "delta": {"nr_to_reclaim_pages": p.nr_to_reclaim_pages,
                   "points": [{"multiple": d.multiple, "kbytes": d.kbytes, "scheme": d.scheme}
                              for d in p.delta]},

@@ -805,6 +805,35 @@ def kill_reason_lines(schemes: dict[str, dict]) -> list[str]:
     return ["LMKD kills by reason (median per reason): " + "; ".join(parts) + "."] if parts else []
 
 
+def capacity_text(schemes: dict[str, dict], base: str = BASELINE) -> str | None:
+    """The kills no scheme can avoid (capacity.py), against `base`'s median
+    kills; None when no scheme's runs had spec.json."""
+    entry = next((e for name, e in [(base, schemes.get(base)), *schemes.items()]
+                  if e and e.get("capacity")), None)
+    if entry is None:
+        return None
+    c = entry["capacity"]
+    text = (f"The apps' anonymous footprints add up to {_fmt(c['apps_anon_mb'])} MB, against "
+            f"{_fmt(c['mem_total_mb'])} MB of RAM and {_fmt(c['swap_total_mb'])} MB of swap "
+            "(MemTotal, SwapTotal)")
+    fewest = c["fewest_kills"]
+    if c["excess_mb"] <= 0:
+        return text + ": they fit without a kill."
+    if fewest is None:
+        return text + (f": {_fmt(c['excess_mb'])} MB more than both, more than every "
+                       "killable app holds.")
+    text += (f": {_fmt(c['excess_mb'])} MB more than both, so at least {fewest} "
+             f"app{'' if fewest == 1 else 's'} must die (the largest first) for the rest to "
+             "reach their full size, whatever the reclaim, short of compressing or dropping "
+             "their pages; the kernel's memory, the page cache and the watermarks are left "
+             "out and only raise that")
+    base_kills = get_path(schemes.get(base, {}), "kills")
+    if base_kills:
+        text += (f". {base}'s median kills: {_fmt(base_kills)}, so no scheme's kills "
+                 f"against it can go below {fewest / base_kills:.2f}")
+    return text + "."
+
+
 def render_markdown(s: dict) -> str:
     k = s["kernel"]
     series = ", ".join(f"`{p}`" for p in k["series"]) or "none"
@@ -830,6 +859,8 @@ def render_markdown(s: dict) -> str:
     lines += [*disk_share_lines(s), ""]
     if reasons := kill_reason_lines(s["schemes"]):
         lines += [*reasons, ""]
+    if capacity := capacity_text(s["schemes"]):
+        lines += [capacity, ""]
     if reps := by_rep_table(s["schemes"]):
         lines += ["Each repetition, and how it settled after lmkd's last kill: the file "
                   "pages refaulted per second from then to the end of the run, and the "

@@ -6,9 +6,10 @@ Each headline names the figures a reader checks first when it is missed
 leaves reachable, the cold launches' share of it, the swap-ins of the hot
 switches, faults, direct reclaim, kills, how each repetition settled after
 lmkd's last kill, how much of its goal a kswapd round reclaims; kills:
-lmkd's reasons for them; a peak throughput: the share of the disk and the
-ratio the disk allows, how fast the apps demand memory without pressure,
-how busy kswapd ever was, bulk batch size against the unit, request size;
+the fewest that make the apps fit (capacity.py), lmkd's reasons for them;
+a peak throughput: the share of the disk and the ratio the disk allows,
+how fast the apps demand memory without pressure, how busy kswapd ever
+was, bulk batch size against the unit, request size;
 reclaim CPU: its cost per page freed, how much of it came until lmkd's
 last kill and after it, kshrinkd's scanning per victim, victims that went
 back to the LRU; flash writes: the swap out until the last kill and after
@@ -20,7 +21,7 @@ interpretation is the README's.
 from __future__ import annotations
 
 from .profiles import PAGE_KB
-from .report import _fmt, kill_reasons
+from .report import _fmt, capacity_text, kill_reasons
 from .summary import get_path
 
 
@@ -166,6 +167,7 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
         ],
         "kills": [
             pair("kills", "LMKD kills"),
+            capacity_text(schemes, base),
             _kill_reasons(schemes, scheme, base),
             _settled(schemes, scheme, base),
             pair("allocstall", "direct reclaims (allocstall)"),

@@ -12,11 +12,12 @@ The write-size histogram is summed over runs. `reclaim_cpu_total` (the sum
 over thread families, per run) and `reclaim_cpu_us_per_page` (metrics.py) are
 added because the ratios need them.
 The nested per-run groups `switch_kinds`, `settled`, `lru_balance`,
-`swap_fate`, `pmr`, `writeback`, `bulk`, `kswapd_rounds` and `host_cpu` are
-summarised figure by figure ("writeback.unmap_us_per_page.p50"); `writeback`,
+`swap_fate`, `pmr`, `writeback`, `bulk`, `kswapd_rounds`, `host_cpu` and
+`capacity` are summarised figure by figure ("writeback.unmap_us_per_page.p50"); `writeback`,
 `bulk` and `kswapd_rounds` are null for a scheme none of whose runs has them
 (a kernel without PMR part 2, or without the kswapd_round tracepoint);
-`host_cpu` is absent when none has host_cpu.csv.
+`host_cpu` is absent when none has host_cpu.csv, `capacity` when none has
+spec.json.
 
 `by_rep` lists a few figures of each repetition (`BY_REP`, rep number
 first): how it settled after lmkd's last kill (settled_state.py) decides much
@@ -66,7 +67,7 @@ RATIO_FIGURES = ("response_ms.mean", "reclaim_mbps.peak", "kills", "allocstall",
                  "settled.until_last_kill.pswpout_mb")
 # per-run groups of figures, possibly nested, None where a run has none
 NESTED = ("switch_kinds", "settled", "lru_balance", "swap_fate", "pmr", "writeback", "bulk",
-          "kswapd_rounds", "host_cpu")
+          "kswapd_rounds", "host_cpu", "capacity")
 # the figures `by_rep` lists for each repetition of a scheme
 BY_REP = ("kills", "memory_stall_s.some", "settled.last_kill_s", "settled.file_refaults_per_s",
           "settled.swap_free_mb_min", "settled.swap_full_s", "lru_balance.file_activated_share",
