@@ -1,26 +1,31 @@
 """Whether the scenario's apps fit the guest: the kills no scheme can avoid.
 
 Every app's heap grows to its whole anonymous footprint (`anon_mb` in
-spec.json, already scaled to the guest; the app model holds it until the
-app dies). If every app lived to that size at once, the apps would need
-that much RAM or swap; the guest has MemTotal and SwapTotal (run.json). What
-exceeds them can only be freed by killing apps, and killing the largest
-killable apps first (every app but the persistent system processes, which
-lmkd never kills) takes the fewest kills. That count bounds from below the
-kills of any scheme that keeps the apps' memory (it compresses nothing and
+spec.json, already scaled to the guest) and keeps it until the app dies:
+the app model rewrites pages within the heap, never frees them. The guest
+has MemTotal of RAM and SwapTotal of swap (run.json). Once every app has
+launched and grown (on `paper` and `smoke`, within the first round), the
+apps still alive must fit in both, so the apps that died must have held at
+least the excess. The largest killable apps (every app but the persistent
+system processes, which lmkd never kills) free it with the fewest deaths.
+That count bounds from below the deaths, lmkd's kills and the kernel OOM
+killer's, of any scheme that keeps the apps' pages (compresses nothing,
 drops no anonymous page): the kernel's own memory, page tables, the page
 cache the apps read, the free memory the watermarks keep, lmkd's order of
-victims (least recently used first, not largest), and a foreground app
-that comes back at its next switch after a kill are all left out, and each
-of them can only raise it.
+victims (least recently used first, not largest) and a foreground app
+that comes back at its next switch after a kill are all left out, and
+each can only raise it.
 
-`capacity(spec, run)`:
+`capacity(spec, run, oom_kills)`:
 - `apps_anon_mb`: the apps' anonymous footprints summed;
 - `mem_total_mb`, `swap_total_mb`: the guest's MemTotal and SwapTotal;
 - `excess_mb`: the footprints beyond RAM and swap (<= 0: they fit);
 - `fewest_kills`: the fewest apps whose death frees the excess, the largest
-  killable first (0 when it fits; None when killing every killable app
-  would not free it).
+  killable first (0 when they fit; None when killing every killable app
+  would not free it);
+- `oom_kills`: the processes the kernel's OOM killer killed in the run
+  (vmstat `oom_kill`; None where vmstat.csv lacks it): deaths lmkd's kill
+  count leaves out.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ def fewest_kills(footprints_mb: list[float], excess_mb: float) -> int | None:
     return kills if freed >= excess_mb else None
 
 
-def capacity(spec: dict, run: dict) -> dict | None:
+def capacity(spec: dict, run: dict, oom_kills: int | None) -> dict | None:
     """The figures above for one run; None without MemTotal or SwapTotal."""
     if run.get("mem_total_kb") is None or run.get("swap_total_kb") is None:
         return None
@@ -50,4 +55,5 @@ def capacity(spec: dict, run: dict) -> dict | None:
     excess_mb = anon_mb - mem_mb - swap_mb
     killable = [a["anon_mb"] for a in apps if a["adj_class"] != "persistent"]
     return {"apps_anon_mb": anon_mb, "mem_total_mb": mem_mb, "swap_total_mb": swap_mb,
-            "excess_mb": excess_mb, "fewest_kills": fewest_kills(killable, excess_mb)}
+            "excess_mb": excess_mb, "fewest_kills": fewest_kills(killable, excess_mb),
+            "oom_kills": oom_kills}

@@ -69,7 +69,8 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
 - `capacity` (capacity.py): the apps' anonymous footprints against the
   guest's RAM and swap, and the fewest kills that make them fit, which no
   scheme that keeps the apps' pages can go below; None without spec.json
-  (a run directory written by hand).
+  (a run directory written by hand) or without MemTotal and SwapTotal in
+  run.json.
 - `settled` (settled_state.py): how the run settled after lmkd's last kill
   (its time, the file refault rate after it, the least SwapFree after it),
   and the reclaim work (CPU, pages, swap out) until it and after it.
@@ -267,7 +268,8 @@ def load_run(run_dir: Path) -> RunMetrics:
         kswapd_rounds=round_figures(rounds),
         kswapd_round_list=rounds,
         host_cpu=host,
-        capacity=None if spec is None else capacity(spec, run),
+        capacity=(None if spec is None
+                  else capacity(spec, run, _counter_delta(vmstat, "oom_kill"))),
         trace_overrun=trace.overrun if trace else None,
         trace_missing=trace.missing if trace else [],
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
@@ -430,6 +432,15 @@ def vmstat_deltas(vmstat: Table, path: Path) -> dict[str, int]:
     deltas = {k: int(last[k]) - int(first[k]) for k in VMSTAT_DELTAS}
     deltas["allocstall"] = sum(int(last[k]) - int(first[k]) for k in allocstall_keys)
     return deltas
+
+
+def _counter_delta(vmstat: Table, key: str) -> int | None:
+    """Last minus first sample of one vmstat counter; None where it is missing."""
+    header, rows = vmstat
+    if key not in header:
+        return None
+    i = header.index(key)
+    return int(rows[-1][i]) - int(rows[0][i])
 
 
 def victim_pages(vmstat: Table) -> list[int] | None:

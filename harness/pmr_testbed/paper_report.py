@@ -40,7 +40,8 @@ from .metrics import RunMetrics  # noqa: E402
 from .paper import (BASELINE, DEFAULT_DELTA, DEFAULT_PMR, DELTA_KEY, DEVICE_SCHEMES,  # noqa: E402
                     MAIN_PROFILE, OTHER_PROFILE, UNIT_KEY, CampaignSpec, PaperPlan,
                     recorded_runs)
-from .report import _cell, _fmt, _table, get_path, p_text  # noqa: E402
+from .report import (_cell, _fmt, _table, capacity_entry, capacity_kills_floor,  # noqa: E402
+                     get_path, p_text)
 from .significance import permutation_p  # noqa: E402
 from .summary import Run, build_summary, run_figures  # noqa: E402
 from .sweep import parse_name  # noqa: E402
@@ -880,12 +881,11 @@ def _floor_summary(collected: dict[str, Collected]) -> dict | None:
 def _capacity_summary(collected: dict[str, Collected]) -> dict | None:
     """The kills no scheme can avoid on main (capacity.py), and the lowest
     kills ratio against original they leave; None without them."""
-    base = _main_schemes(collected).get(BASELINE) or {}
-    c = base.get("capacity")
+    schemes = _main_schemes(collected)
+    c = capacity_entry(schemes)
     if not c:
         return None
-    fewest, kills = c.get("fewest_kills"), base.get("kills")
-    return {**c, "best_kills_ratio": fewest / kills if fewest is not None and kills else None}
+    return {**c, "lowest_kills_ratio": capacity_kills_floor(schemes)}
 
 
 def paper_summary(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict]) -> dict:

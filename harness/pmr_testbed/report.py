@@ -805,32 +805,50 @@ def kill_reason_lines(schemes: dict[str, dict]) -> list[str]:
     return ["LMKD kills by reason (median per reason): " + "; ".join(parts) + "."] if parts else []
 
 
-def capacity_text(schemes: dict[str, dict], base: str = BASELINE) -> str | None:
-    """The kills no scheme can avoid (capacity.py), against `base`'s median
-    kills; None when no scheme's runs had spec.json."""
-    entry = next((e for name, e in [(base, schemes.get(base)), *schemes.items()]
-                  if e and e.get("capacity")), None)
-    if entry is None:
+def capacity_entry(schemes: dict[str, dict], base: str = BASELINE) -> dict | None:
+    """The `capacity` figures (capacity.py) of `base`, else of the first
+    scheme that has them: one spec and one guest give every scheme of a
+    campaign the same. None when no run had spec.json."""
+    entries = [schemes.get(base), *schemes.values()]
+    return next((e["capacity"] for e in entries if e and e.get("capacity")), None)
+
+
+def capacity_kills_floor(schemes: dict[str, dict], base: str = BASELINE) -> float | None:
+    """The lowest kills ratio against `base` the capacity leaves: the fewest
+    kills over `base`'s median kills; None without them, or when the
+    kernel's OOM killer killed too (lmkd's count then leaves deaths out)."""
+    c = capacity_entry(schemes, base)
+    kills = get_path(schemes.get(base, {}), "kills")
+    if not c or c.get("fewest_kills") is None or c.get("oom_kills") or not kills:
         return None
-    c = entry["capacity"]
+    return c["fewest_kills"] / kills
+
+
+def capacity_text(schemes: dict[str, dict], base: str = BASELINE) -> str | None:
+    """One paragraph: the kills no scheme can avoid (capacity.py)."""
+    c = capacity_entry(schemes, base)
+    if c is None:
+        return None
     text = (f"The apps' anonymous footprints add up to {_fmt(c['apps_anon_mb'])} MB, against "
             f"{_fmt(c['mem_total_mb'])} MB of RAM and {_fmt(c['swap_total_mb'])} MB of swap "
             "(MemTotal, SwapTotal)")
     fewest = c["fewest_kills"]
     if c["excess_mb"] <= 0:
         return text + ": they fit without a kill."
+    text += f": {_fmt(c['excess_mb'])} MB more than both"
     if fewest is None:
-        return text + (f": {_fmt(c['excess_mb'])} MB more than both, more than every "
-                       "killable app holds.")
-    text += (f": {_fmt(c['excess_mb'])} MB more than both, so at least {fewest} "
-             f"app{'' if fewest == 1 else 's'} must die (the largest first) for the rest to "
-             "reach their full size, whatever the reclaim, short of compressing or dropping "
-             "their pages; the kernel's memory, the page cache and the watermarks are left "
-             "out and only raise that")
-    base_kills = get_path(schemes.get(base, {}), "kills")
-    if base_kills:
-        text += (f". {base}'s median kills: {_fmt(base_kills)}, so no scheme's kills "
-                 f"against it can go below {fewest / base_kills:.2f}")
+        return text + ", more than every killable app holds."
+    text += (f", so at least {_fmt(fewest)} app{'' if fewest == 1 else 's'} must die for the "
+             "rest to reach their full size, even if the largest die first, whatever the "
+             "reclaim short of compressing or dropping their pages (the kernel's memory, the "
+             "page cache and the watermarks are left out and only raise that)")
+    if c.get("oom_kills"):
+        return text + (f". The kernel's OOM killer killed {_fmt(c['oom_kills'])} processes "
+                       "too, deaths that lmkd's kill count leaves out.")
+    floor = capacity_kills_floor(schemes, base)
+    if floor is not None:
+        text += (f". {base}'s median kills: {_fmt(get_path(schemes[base], 'kills'))}, so no "
+                 f"scheme's kills against it can go below {floor:.2f}")
     return text + "."
 
 

@@ -21,7 +21,7 @@ interpretation is the README's.
 from __future__ import annotations
 
 from .profiles import PAGE_KB
-from .report import _fmt, capacity_text, kill_reasons
+from .report import _fmt, capacity_entry, capacity_kills_floor, kill_reasons
 from .summary import get_path
 
 
@@ -98,6 +98,20 @@ def _settled(schemes: dict, scheme: str, base: str) -> str | None:
             if parts else None)
 
 
+def _capacity(schemes: dict, base: str) -> str | None:
+    """The kills no scheme can avoid: the apps' footprints beyond RAM and swap."""
+    c = capacity_entry(schemes, base)
+    if not c or c["excess_mb"] <= 0 or c["fewest_kills"] is None:
+        return None
+    floor = capacity_kills_floor(schemes, base)
+    return (f"the apps' anonymous footprints exceed RAM and swap by {_fmt(c['excess_mb'])} MB: "
+            f"at least {_fmt(c['fewest_kills'])} must die whatever the reclaim"
+            + (f", so no scheme's kills against {base} can go below {floor:.2f}"
+               if floor is not None else "")
+            + (f" (the OOM killer killed {_fmt(c['oom_kills'])} processes too)"
+               if c.get("oom_kills") else ""))
+
+
 def _ceiling(schemes: dict, base: str, disk_mbps: float | None) -> str | None:
     """What the disk allows a peak ratio to reach: its bandwidth over base's peak."""
     peak = get_path(schemes.get(base, {}), "reclaim_mbps.peak")
@@ -167,7 +181,7 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
         ],
         "kills": [
             pair("kills", "LMKD kills"),
-            capacity_text(schemes, base),
+            _capacity(schemes, base),
             _kill_reasons(schemes, scheme, base),
             _settled(schemes, scheme, base),
             pair("allocstall", "direct reclaims (allocstall)"),

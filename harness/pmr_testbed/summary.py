@@ -13,11 +13,11 @@ over thread families, per run) and `reclaim_cpu_us_per_page` (metrics.py) are
 added because the ratios need them.
 The nested per-run groups `switch_kinds`, `settled`, `lru_balance`,
 `swap_fate`, `pmr`, `writeback`, `bulk`, `kswapd_rounds`, `host_cpu` and
-`capacity` are summarised figure by figure ("writeback.unmap_us_per_page.p50"); `writeback`,
-`bulk` and `kswapd_rounds` are null for a scheme none of whose runs has them
-(a kernel without PMR part 2, or without the kswapd_round tracepoint);
-`host_cpu` is absent when none has host_cpu.csv, `capacity` when none has
-spec.json.
+`capacity` are summarised figure by figure
+("writeback.unmap_us_per_page.p50"); `writeback`, `bulk` and
+`kswapd_rounds` are null for a scheme none of whose runs has them (a kernel
+without PMR part 2, or without the kswapd_round tracepoint); `host_cpu` is
+absent when none has host_cpu.csv, `capacity` when none has spec.json.
 
 `by_rep` lists a few figures of each repetition (`BY_REP`, rep number
 first): how it settled after lmkd's last kill (settled_state.py) decides much
