@@ -127,6 +127,8 @@ WINDOW_MS = 1000
 Table = tuple[list[str], list[list[str]]]
 VMSTAT_DELTAS = ("pgmajfault", "pswpout", "pswpin", "pgscan_kswapd", "pgscan_direct",
                  "pgsteal_kswapd", "pgsteal_direct", "pgsteal_anon")
+# counters vmstat_deltas() gives only where vmstat.csv has them
+OPTIONAL_VMSTAT_DELTAS = ("oom_kill",)
 OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json", "meminfo.csv",
                   "threads_cpu.csv", "lmkd.csv")
 # the victim lists' sizes in /proc/vmstat: one per type since patch 26 of the
@@ -268,8 +270,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         kswapd_rounds=round_figures(rounds),
         kswapd_round_list=rounds,
         host_cpu=host,
-        capacity=(None if spec is None
-                  else capacity(spec, run, _counter_delta(vmstat, "oom_kill"))),
+        capacity=None if spec is None else capacity(spec, run, vm.get("oom_kill")),
         trace_overrun=trace.overrun if trace else None,
         trace_missing=trace.missing if trace else [],
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
@@ -420,7 +421,8 @@ def read_table(path: Path, min_rows: int = 2) -> Table:
 
 def vmstat_deltas(vmstat: Table, path: Path) -> dict[str, int]:
     """Last minus first sample of the counters we report, and of allocstall_*,
-    from vmstat.csv's table (`path` names the file in an error)."""
+    from vmstat.csv's table (`path` names the file in an error); those of
+    OPTIONAL_VMSTAT_DELTAS only where the table has them."""
     header, rows = vmstat
     first = dict(zip(header, rows[0]))
     last = dict(zip(header, rows[-1]))
@@ -431,16 +433,8 @@ def vmstat_deltas(vmstat: Table, path: Path) -> dict[str, int]:
         raise RunError(f"{path} lacks the counters {', '.join(missing)}")
     deltas = {k: int(last[k]) - int(first[k]) for k in VMSTAT_DELTAS}
     deltas["allocstall"] = sum(int(last[k]) - int(first[k]) for k in allocstall_keys)
+    deltas |= {k: int(last[k]) - int(first[k]) for k in OPTIONAL_VMSTAT_DELTAS if k in last}
     return deltas
-
-
-def _counter_delta(vmstat: Table, key: str) -> int | None:
-    """Last minus first sample of one vmstat counter; None where it is missing."""
-    header, rows = vmstat
-    if key not in header:
-        return None
-    i = header.index(key)
-    return int(rows[-1][i]) - int(rows[0][i])
 
 
 def victim_pages(vmstat: Table) -> list[int] | None:
