@@ -2,9 +2,10 @@
 
 Repetitions are interleaved (rep 1 of every scheme, then rep 2, ...) so that
 drift on the host hits every scheme alike; every run uses the same seed,
-scenario, profile, kernel and QEMU limits. Each run gets fresh disk images and
-its own directory; campaign.json records the setup and each run's status,
-and is rewritten after every run so partial campaigns stay readable. A last
+scenario, profile, kernel and QEMU limits. Each run gets a fresh swap disk and
+its own directory, and all share one read-only data disk (data_disk.py);
+campaign.json records the setup and each run's status, and is rewritten
+after every run so partial campaigns stay readable. A last
 boot measures the swap disk's write bandwidth with fio (swap_bandwidth.py),
 which the report sets each scheme's peak reclaim throughput against.
 
@@ -31,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import guest, guest_setup, kernel, kernel_profile, paths, profiles, scenarios, schemes, spec
-from . import swap_bandwidth, trace
+from . import data_disk, guest, guest_setup, kernel, kernel_profile, paths, profiles, scenarios
+from . import schemes, spec, swap_bandwidth, trace
 from .errors import GuestError, UserError
 
 
@@ -62,13 +63,10 @@ class SetupChanged(UserError):
 # campaign.json but the runs themselves and the fio measurement that ends it
 SETUP_KEYS = ("scenario", "rounds", "profile", "schemes", "reps", "seed", "dilation", "qemu",
               "guest", "kernel", "extra_trace_events")
+# disk_dir's name for the data disk every run of a campaign shares (data_disk.py)
+DATA_DISK_DIR = "data-disk"
 # how the errors name those that are options rather than the machine's setup
 SETUP_NAMES = {"extra_trace_events": "set of --trace-event events"}
-
-
-def _data_disk_mb(guest_spec: dict) -> int:
-    files = sum(a["file_mb"] for a in guest_spec["apps"])
-    return max(256, int(files * 1.2) + 128)
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -161,6 +159,7 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
                 progress(f"{run_id}: FAILED: {exc}", True)
             campaign["runs"].append(entry)
             _write_json(req.out / "campaign.json", campaign)
+    shutil.rmtree(disk_dir(req.out, DATA_DISK_DIR), ignore_errors=True)
     if req.swap_bandwidth:
         progress("swap disk bandwidth (fio in the guest)", False)
         campaign["swap_bandwidth"] = swap_bandwidth.measure(req.out, profile, machine,
@@ -212,7 +211,8 @@ def disk_dir(out: Path, run_id: str) -> Path:
     """Where a run's disk images live while it runs: one directory per
     results directory, so that two with the same name (`pmrtb paper`'s
     `main` subdirectories) never share, nor remove each other's, images.
-    `pmrtb reliability` uses it too (run_id "reliability")."""
+    The data disk all runs share is in DATA_DISK_DIR; `pmrtb reliability`
+    uses it too (run_id "reliability")."""
     tag = hashlib.sha1(str(out.resolve()).encode()).hexdigest()[:8]
     return paths.BUILD_DIR / "disks" / f"{out.name}-{tag}" / run_id
 
@@ -227,12 +227,11 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
                             work_iters_per_ms=dil.host_work_iters_per_ms, slowdown=slowdown,
                             extra_trace_events=req.trace_events)
     _write_json(run_dir / "spec.json", guest_spec)
+    data = data_disk.image(run_dir / "spec.json", guest_spec, disk_dir(req.out, DATA_DISK_DIR))
     disks = disk_dir(req.out, run_id)
     swap = guest_setup.swap_disk(profile, limits, disks)
-    data = guest.Disk(disks / "data.img", spec.DATA_SERIAL, _data_disk_mb(guest_spec))
     try:
-        for d in (swap, data):
-            guest.create_disk(d)
+        guest.create_disk(swap)
         res = guest.boot(image.bzimage,
                          exec_cmd=kernel_profile.wrap(
                              f"{paths.RUNTIME_BIN} run --spec {run_dir / 'spec.json'}",

@@ -72,10 +72,11 @@ class Disk:
     size_mb: int
     throttle: dict = field(default_factory=dict)  # QEMU throttling.* options
     blkdebug: Path | None = None
+    read_only: bool = False   # the guest cannot write it; guests may share it
 
     def qemu_args(self) -> list[str]:
         common = ["if=none", f"id={self.serial}", "format=raw", "cache=writeback",
-                  "discard=unmap"]
+                  "discard=unmap"] + (["readonly=on"] if self.read_only else [])
         if self.blkdebug is None:
             opts = [f"file={blkdebug.qemu_escape(str(self.path))}", *common]
         else:
@@ -89,13 +90,18 @@ class Disk:
                 "-device", f"virtio-blk-pci,drive={self.serial},serial={self.serial}"]
 
 
+def check_disk_space(directory: Path, need_mb: int, serial: str) -> None:
+    """Make directory; fail with a clear line if it has not need_mb to spare."""
+    directory.mkdir(parents=True, exist_ok=True)
+    free_mb = shutil.disk_usage(directory).free // 2**20
+    if free_mb < need_mb + 512:
+        raise UserError(f"disk full: {directory} has {free_mb} MB free, the guest's "
+                        f"{serial} disk needs {need_mb} MB: free some space")
+
+
 def create_disk(disk: Disk) -> None:
     """A sparse raw image of disk.size_mb; fails with a clear line if space is short."""
-    disk.path.parent.mkdir(parents=True, exist_ok=True)
-    free_mb = shutil.disk_usage(disk.path.parent).free // 2**20
-    if free_mb < disk.size_mb + 512:
-        raise UserError(f"disk full: {disk.path.parent} has {free_mb} MB free, the guest's "
-                        f"{disk.serial} disk needs {disk.size_mb} MB: free some space")
+    check_disk_space(disk.path.parent, disk.size_mb, disk.serial)
     with open(disk.path, "wb") as fh:
         fh.truncate(disk.size_mb * 2**20)
 
@@ -207,8 +213,12 @@ class BootResult:
 
 def vng_command(kernel: Path, *, exec_cmd: str | None, ram_mb: int, cpus: int, accel: str,
                 rwdirs: list[Path], disks: list[Disk], append: list[str] | None = None) -> list[str]:
+    # --force-9p: the root and the rwdirs on 9p on every host. Debian 12's
+    # virtiofsd (QEMU's C one) answers --version as root but fails on vng's
+    # options, and vng waited 3 s for it, for the root and again for the
+    # rwdirs, before it fell back to 9p: 6-7 s of every boot, for nothing.
     cmd = [_vng() or "vng", "--run", str(kernel), "--verbose", "--disable-microvm",
-           "--cpus", str(cpus), "--memory", f"{ram_mb}M", "--cwd", str(paths.ROOT)]
+           "--force-9p", "--cpus", str(cpus), "--memory", f"{ram_mb}M", "--cwd", str(paths.ROOT)]
     if accel == "tcg":
         cmd.append("--disable-kvm")
     append = accel_boot_args(accel) + list(append or [])

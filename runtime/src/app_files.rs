@@ -4,7 +4,8 @@
 //! `file_mb` is split into files of at most `MAX_FILE_MB`, their number
 //! rounded up to a multiple of the app's process count; process `p` maps
 //! the files whose index is `p` modulo the process count, so every process
-//! maps an even share. Setup writes the files, app processes map them.
+//! maps an even share. `pmr-guest app-files` writes the files on the host,
+//! which makes the data disk of them; app processes map them.
 
 use crate::pattern::{self, PAGE_SIZE};
 use crate::spec::AppSpec;

@@ -1,7 +1,8 @@
-//! The `pmr-guest` command line: `run`, `app`, `reliability`, `checker` and `bench`.
+//! The `pmr-guest` command line: `run`, `app`, `app-files`, `reliability`, `checker` and
+//! `bench`.
 
 use clap::{Parser, Subcommand};
-use pmr_guest::{app, bench, checker, reliability, run};
+use pmr_guest::{app, bench, checker, reliability, run, setup};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -36,6 +37,16 @@ enum Cmd {
         name: String,
         #[arg(long)]
         index: u32,
+    },
+    /// Write every app's files under DIR: the data disk's content, which the
+    /// host makes into the ext4 image that `run` mounts read-only.
+    AppFiles {
+        /// A run directory's spec.json.
+        #[arg(long)]
+        spec: PathBuf,
+        /// An empty or missing directory.
+        #[arg(long)]
+        dir: PathBuf,
     },
     /// Data integrity and kernel reliability under heavy swapping (guest only, as root);
     /// writes reliability.json into the spec's out_dir.
@@ -78,6 +89,13 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("pmr-guest app {name}[{index}]: error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+        Cmd::AppFiles { spec, dir } => match setup::write_spec_app_files(&spec, &dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pmr-guest app-files: error: {e:#}");
                 ExitCode::from(1)
             }
         },

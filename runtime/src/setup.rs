@@ -1,13 +1,14 @@
 //! Turning the fresh virtme-ng guest into the phone the spec describes,
 //! before the workload starts: checks, cgroups, memory sysctls, swap (disk
-//! and optional zram), the data disk with the apps' files, the scheme's
-//! knobs, and finally an empty page cache. Every failure here is a setup
-//! error (exit 2) whose message says how to fix it.
+//! and optional zram), the data disk with the apps' files (made on the
+//! host, mounted read-only), the scheme's knobs, and finally an empty page
+//! cache. Every failure here is a setup error (exit 2) whose message says
+//! how to fix it.
 //!
-//! The guest shares the host's root filesystem read-only, so mkswap and
-//! mkfs.ext4 are the host's; /tmp is a fresh tmpfs for the mount point.
+//! The guest shares the host's root filesystem read-only, so mkswap is the
+//! host's; /tmp is a fresh tmpfs for the mount point.
 
-use crate::app_files::{self, app_files, pages_of_mb, DATA_MOUNT};
+use crate::app_files::{self, app_files, DATA_MOUNT};
 use crate::cgroup::Cgroups;
 use crate::kthread_sched;
 use crate::pattern::{self, PAGE_SIZE};
@@ -27,7 +28,7 @@ const SYS_BLOCK: &str = "/sys/block";
 const RUNTIME_RESERVE_KB: i64 = 64 * 1024;
 const ZRAM_PRIORITY: u16 = 100;
 const DISK_SWAP_PRIORITY: u16 = 10;
-/// Directories searched for mkswap and mkfs.ext4 besides $PATH.
+/// Directories searched for mkswap besides $PATH.
 const SBIN_DIRS: [&str; 4] = ["/usr/sbin", "/sbin", "/usr/bin", "/bin"];
 
 /// The prepared phone, as run.json reports it.
@@ -53,7 +54,6 @@ pub fn prepare(spec: &Spec) -> Result<Phone> {
     let swap_dev = require_disk("swap", &spec.swap.serial)?;
     let data_dev = require_disk("data", &spec.data_disk.serial)?;
     check_memory(read_meminfo()?.mem_available, spec)?;
-    check_data_disk_size(&data_dev, spec)?;
     require_no_swap()?;
     create_out_dir(&spec.out_dir)?;
 
@@ -64,7 +64,7 @@ pub fn prepare(spec: &Spec) -> Result<Phone> {
     protect_from_oom_killer()?;
     apply_memory(&spec.memory)?;
     setup_swap(&swap_dev, &spec.swap)?;
-    setup_data_disk(&data_dev, spec)?;
+    mount_data_disk(&data_dev, spec)?;
     let knobs = apply_knobs(&spec.scheme.knobs)?;
     let kthreads = kthread_sched::apply(&spec.scheme.kthreads)?;
     // SAFETY: sync has no preconditions.
@@ -208,27 +208,6 @@ pub fn check_memory(mem_available_kb: i64, spec: &Spec) -> Result<()> {
     Ok(())
 }
 
-fn check_data_disk_size(dev: &str, spec: &Spec) -> Result<()> {
-    let sectors: u64 = fs::read_to_string(Path::new(SYS_BLOCK).join(dev).join("size"))?
-        .trim()
-        .parse()?;
-    let files: u64 = spec
-        .apps
-        .iter()
-        .map(|a| pages_of_mb(a.file_mb) as u64)
-        .sum::<u64>()
-        * PAGE_SIZE as u64;
-    // ext4 metadata and journal: 10% plus 32 MiB is ample for small disks.
-    let needed = files + files / 10 + (32 << 20);
-    ensure!(
-        sectors * 512 >= needed,
-        "the data disk {dev} has {} MiB but the apps' files need about {} MiB: make it larger",
-        (sectors * 512) >> 20,
-        needed >> 20
-    );
-    Ok(())
-}
-
 fn find_tool(tool: &str) -> Result<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
@@ -283,13 +262,40 @@ fn setup_zram(mb: f64) -> Result<()> {
     sys::swapon(Path::new(&node), ZRAM_PRIORITY).with_context(|| format!("swapon {node} failed"))
 }
 
-fn setup_data_disk(dev: &str, spec: &Spec) -> Result<()> {
+/// Mount the data disk read-only: the host made it (`pmr-guest app-files`,
+/// then `mkfs.ext4 -d`) and every guest of a campaign shares it; check
+/// that it holds every app's files, whole.
+fn mount_data_disk(dev: &str, spec: &Spec) -> Result<()> {
     let node = format!("/dev/{dev}");
-    run_tool("mkfs.ext4", &["-q", "-F", &node])?;
     fs::create_dir_all(DATA_MOUNT)?;
-    sys::mount(&node, Path::new(DATA_MOUNT), "ext4")
+    sys::mount_read_only(&node, Path::new(DATA_MOUNT), "ext4")
         .with_context(|| format!("cannot mount {node} on {DATA_MOUNT} (CONFIG_EXT4_FS?)"))?;
-    write_app_files(Path::new(DATA_MOUNT), spec)
+    check_app_files(Path::new(DATA_MOUNT), spec)
+}
+
+/// Every app file is under `data_dir` with its size in whole pages.
+pub fn check_app_files(data_dir: &Path, spec: &Spec) -> Result<()> {
+    for app in &spec.apps {
+        let dir = app_files::app_dir(data_dir, &app.name);
+        for file in app_files(app) {
+            let path = file.path(&dir);
+            let len = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            ensure!(
+                len == (file.pages * PAGE_SIZE) as u64,
+                "the data disk has no {} of {} pages: the host makes the disk from \
+                 `pmr-guest app-files` with this spec (data_disk.py)",
+                path.display(),
+                file.pages
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Write every app's files of the spec at `spec_path` under `data_dir`
+/// (`pmr-guest app-files`).
+pub fn write_spec_app_files(spec_path: &Path, data_dir: &Path) -> Result<()> {
+    write_app_files(data_dir, &Spec::load(spec_path)?)
 }
 
 /// Create every app's files under `data_dir`.
@@ -297,16 +303,19 @@ pub fn write_app_files(data_dir: &Path, spec: &Spec) -> Result<()> {
     let mut page = vec![0u8; PAGE_SIZE];
     for app in &spec.apps {
         let dir = app_files::app_dir(data_dir, &app.name);
-        fs::create_dir_all(&dir)?;
+        fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
         for file in app_files(app) {
             let path = file.path(&dir);
-            let mut out = BufWriter::with_capacity(1 << 20, File::create(&path)?);
+            let mut out = BufWriter::with_capacity(
+                1 << 20,
+                File::create(&path).with_context(|| format!("cannot create {}", path.display()))?,
+            );
             for p in 0..file.pages {
                 pattern::fill_file_page(&mut page, file.salt, p);
                 out.write_all(&page)
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
-            out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            out.into_inner().map_err(|e| e.into_error())?;
         }
     }
     Ok(())

@@ -82,6 +82,15 @@ pub fn mlockall() -> Result<()> {
 }
 
 pub fn mount(source: &str, target: &Path, fstype: &str) -> Result<()> {
+    mount_with_flags(source, target, fstype, 0)
+}
+
+/// mount(2) with MS_RDONLY.
+pub fn mount_read_only(source: &str, target: &Path, fstype: &str) -> Result<()> {
+    mount_with_flags(source, target, fstype, libc::MS_RDONLY)
+}
+
+fn mount_with_flags(source: &str, target: &Path, fstype: &str, flags: libc::c_ulong) -> Result<()> {
     let (source, fstype) = (CString::new(source)?, CString::new(fstype)?);
     let target = cstring(target)?;
     // SAFETY: valid NUL-terminated strings, no data argument.
@@ -91,7 +100,7 @@ pub fn mount(source: &str, target: &Path, fstype: &str) -> Result<()> {
                 source.as_ptr(),
                 target.as_ptr(),
                 fstype.as_ptr(),
-                0,
+                flags,
                 std::ptr::null(),
             )
         }

@@ -53,6 +53,9 @@ def test_vng_command_uses_tcg_when_told(tmp_path):
     kvm = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
                             accel="kvm", rwdirs=[], disks=[])
     assert "--disable-kvm" not in kvm
+    # the same 9p root and rwdirs on every host, without vng's wait for a
+    # virtiofsd that cannot serve them (Debian 12's)
+    assert "--force-9p" in cmd and "--force-9p" in kvm
 
 
 def test_tcg_guests_trust_the_tsc_and_keep_their_own_args():

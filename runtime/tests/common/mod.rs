@@ -1,6 +1,6 @@
 //! Helpers shared by the host-side integration tests: a scratch directory
 //! with a small spec (the fixture with footprints of a few MB) and the
-//! apps' files written as setup would write them.
+//! apps' files written as `pmr-guest app-files` writes them.
 
 // Each test crate compiles this module and uses only part of it.
 #![allow(dead_code)]
