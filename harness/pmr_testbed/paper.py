@@ -39,11 +39,13 @@ TCG host (estimate_s, printed before anything starts):
             paper's workload.
   full      ~2 h, the issue's budget: main at `reps` (3 or more) x the
             scenario's 10 rounds, every scheme (the headline ratios with
-            their spread); devices 1 rep x 10 rounds (Fig. 14 beside main,
-            same rounds); the two sweeps 1 rep x 2 rounds at three points
-            (delta 1x/3x/5x, unit 64 kB/1 MB/16 MB): their shapes are
-            indicative, a point has no spread; `floor` 1 rep x 2 rounds
-            (its cold launches and hot switches, weighed as main's are).
+            their spread); devices 1 rep x 2 rounds (Fig. 14 beside main:
+            the cold launches and the first hot round, in which main's
+            reclaim on pixel6pro does most of its writing); the two sweeps
+            1 rep x 2 rounds at three points (delta 1x/3x/5x, unit 64
+            kB/1 MB/16 MB): their shapes are indicative, a point has no
+            spread; `floor` 1 rep x 2 rounds (its cold launches and hot
+            switches, weighed as main's are).
   thorough  ~5.5 h: `reps` repetitions of everything; main and devices at
             the scenario's rounds, the sweeps 4 rounds (as `make
             unit-sweep`) at every point (delta 1x-5x, unit 64 kB-16 MB on
@@ -123,7 +125,7 @@ MODES = {m.name: m for m in (
          other_unit_sweep=False, floor=False),
     Mode("full", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=2 * 3600,
          main_rounds=None, main_schemes=None,
-         device_reps=1, device_rounds=None, sweep_reps=1, sweep_rounds=2,
+         device_reps=1, device_rounds=2, sweep_reps=1, sweep_rounds=2,
          delta_multiples=(1, 3, 5), units_kb=(64, 1024, 16384),
          other_unit_sweep=False, floor=True, floor_reps=1, floor_rounds=2),
     Mode("thorough", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=None,
@@ -133,18 +135,20 @@ MODES = {m.name: m for m in (
          other_unit_sweep=True, floor=True),
 )}
 
-# Guest time per run: (fixed s, s per round). pixel6pro calibrated on the
-# six runs of results/paper-part2-r1 and results/paper-part2-clean
-# (`paper`, 10 rounds, PMR part 2 kernel: 6.4-7.1 min per run, wall time
-# from campaign.json): the 10 rounds of switching took 328-348 s (~34 s a
-# round); the rest is boot (~12 s), background launches and settling
-# (~30-43 s), and shutdown and the host's work on the run: ~74 s, from
-# the one-round runs of the first `make paper-quick` (104-114 s each).
-# pixel5 is a smaller guest whose runs were only measured for `smoke`; the
-# same figures are used for it, since the dwell times (2-4 s per switch, 10
-# switches a round) dominate and do not depend on the device.
-# pixel6pro-roomy: one run of `paper` in session 10 took 367 s, as on pixel6pro.
-RUN_S = {"pixel6pro": (74.0, 34.0), "pixel5": (74.0, 34.0), "pixel6pro-roomy": (74.0, 34.0)}
+# Wall time per run: (fixed s, s per round), on session 37's host (AMD
+# EPYC), with the data disk made on the host and vng not waiting for
+# virtiofsd: pixel6pro 100-110 s for 1 round, pixel6pro-roomy 133 s for 2;
+# pixel5 151-153 s for 2. Runs of 10 rounds from session 36's full run
+# (docs/results/paper-full-s36: pixel6pro 443-475 s, pixel5 572-612 s),
+# less the ~20 s a run session 37 removed, on a host that ran the same
+# 2-round floor 1.33 times slower (178 s against 133): 0.75 of them here.
+# So ~25 s a round on pixel6pro (10 switches, 2-4 s each, and the launches
+# between), ~35 s on pixel5 (a smaller guest that swaps in all through its
+# rounds), ~80 s besides (boot, setup, the 26 background launches,
+# shutdown). Hosts of this kind differ by a third: on session 36's, every
+# estimate is ~1.33 times too short.
+RUN_S = {"pixel6pro": (80.0, 24.6), "pixel5": (82.0, 35.0),
+         "pixel6pro-roomy": (80.0, 24.6)}
 # per campaign: the kernel's up-to-date check, the (cached) dilation, the report
 CAMPAIGN_OVERHEAD_S = 10.0
 # main's fio boot (swap_bandwidth.py): boot, 12 s of fio, shutdown

@@ -699,6 +699,14 @@ def _fault_text(d: dict) -> str:
             f"{d['guest_fault_ns_per_page']:,.0f})")
 
 
+def _boots_text(d: dict) -> str:
+    """The guest boots the dilation's median is over (dilation.GUEST_BOOTS)."""
+    boots = d.get("guest_ns_per_page_boots") or []
+    if len(boots) < 2:
+        return ""
+    return f", the median of {len(boots)} boots: " + ", ".join(f"{b:.1f}" for b in boots)
+
+
 def setup_lines(s: dict) -> list[str]:
     d, g, q = s["dilation"], s["guest"], s["qemu"]
     guest_rest = [_setting(k, v) for k, v in g.items() if k not in ("ram_mb", "cpus", "scale")]
@@ -706,7 +714,8 @@ def setup_lines(s: dict) -> list[str]:
         f"- Scenario `{s['scenario']}`, device profile `{s['profile']}`; {s['reps']} reps per "
         f"scheme, seed {s['seed']}.",
         f"- Time dilation: factor {d['factor']:.2f} (host {d['host_ns_per_page']:.1f} ns/page, "
-        f"guest {d['guest_ns_per_page']:.1f} ns/page)" + _fault_text(d) + ".",
+        f"guest {d['guest_ns_per_page']:.1f} ns/page" + _boots_text(d) + ")" + _fault_text(d)
+        + ".",
         f"- Guest: {g['ram_mb']} MB RAM, {g['cpus']} CPUs, scale {g['scale']}"
         + "".join(f", {x}" for x in guest_rest) + ".",
         f"- QEMU: accel `{q['accel']}`; I/O limits: "
