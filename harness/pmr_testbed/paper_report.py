@@ -655,6 +655,16 @@ def _base_ratio(ok: dict[str, list[Run]] | None, scheme: str, figure: str) -> st
     return "1" if scheme == BASELINE else _median_ratio(paired_ratios(ok, scheme, BASELINE, figure))
 
 
+def fig14_rounds_text(p: PaperPlan) -> str:
+    """Says so when Fig. 14's two campaigns ran different rounds (full mode)."""
+    dev, main = p.campaign("devices"), p.campaign("main")
+    if dev is None or main is None or dev.rounds == main.rounds:
+        return ""
+    return (f" `devices` ran {dev.rounds} rounds and `main` {main.rounds}: the {OTHER_PROFILE} "
+            f"figures are over {dev.rounds} rounds, the {MAIN_PROFILE} ones over {main.rounds} "
+            "(the means over the seconds in which the swap disk wrote).")
+
+
 def fig14_table(devices: dict[str, dict[str, dict]]) -> list[str]:
     rows = []
     small, big = devices[OTHER_PROFILE], devices[MAIN_PROFILE]
@@ -824,8 +834,8 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
         "## Fig. 14: reclaim throughput on two devices", "",
         _plot("fig14", "Fig. 14"), "",
         f"Swap-device write throughput on `{OTHER_PROFILE}` (the `devices` campaign) and "
-        f"`{MAIN_PROFILE}` (`main`); ratio = {MAIN_PROFILE} / {OTHER_PROFILE} of the medians.",
-        "", *fig14_table(devices), "",
+        f"`{MAIN_PROFILE}` (`main`); ratio = {MAIN_PROFILE} / {OTHER_PROFILE} of the medians."
+        + fig14_rounds_text(p), "", *fig14_table(devices), "",
         "## Fig. 15a: response time against the victim target δ", "",
         _plot("fig15a", "Fig. 15a"), "",
         f"pmr with `{DELTA_KEY}` at k x kswapd's nr_to_reclaim, computed from the guest's "

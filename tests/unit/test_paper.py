@@ -302,9 +302,19 @@ def test_fig5_split_and_table3_beside_the_paper(quick_out):
     assert flash["pmr"][3:5] == [f"{27000 * 0.75 / 256:.1f}", f"{27000 / 25600:.3f}"]
 
 
+def test_fig14_says_when_devices_ran_fewer_rounds_than_main(tmp_path):
+    full = paper.plan(tmp_path / "full")
+    text = paper_report.fig14_rounds_text(full)
+    assert "`devices` ran 2 rounds and `main` 10" in text
+    assert "pixel5 figures are over 2 rounds, the pixel6pro ones over 10" in text
+    for mode in ("quick", "thorough"):   # the same rounds: nothing to say
+        assert paper_report.fig14_rounds_text(paper.plan(tmp_path / mode, mode=mode)) == ""
+
+
 def test_fig14_and_sweeps(quick_out):
     p, result, _ = quick_out
     md = result.markdown.read_text()
+    assert "`devices` ran" not in md
     fig14 = _rows(md, "Fig. 14")
     # pmr's peak: 36 MB/s on pixel6pro, 80% of it on pixel5
     assert fig14["pmr"][3] == "1.25"
