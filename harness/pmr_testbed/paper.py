@@ -135,20 +135,19 @@ MODES = {m.name: m for m in (
          other_unit_sweep=True, floor=True),
 )}
 
-# Wall time per run: (fixed s, s per round), on session 37's host (AMD
-# EPYC), with the data disk made on the host and vng not waiting for
-# virtiofsd: pixel6pro 100-110 s for 1 round, pixel6pro-roomy 133 s for 2;
-# pixel5 151-153 s for 2. Runs of 10 rounds from session 36's full run
-# (docs/results/paper-full-s36: pixel6pro 443-475 s, pixel5 572-612 s),
-# less the ~20 s a run session 37 removed, on a host that ran the same
-# 2-round floor 1.33 times slower (178 s against 133): 0.75 of them here.
-# So ~25 s a round on pixel6pro (10 switches, 2-4 s each, and the launches
-# between), ~35 s on pixel5 (a smaller guest that swaps in all through its
-# rounds), ~80 s besides (boot, setup, the 26 background launches,
-# shutdown). Hosts of this kind differ by a third: on session 36's, every
-# estimate is ~1.33 times too short.
-RUN_S = {"pixel6pro": (80.0, 24.6), "pixel5": (82.0, 35.0),
-         "pixel6pro-roomy": (80.0, 24.6)}
+# Wall time per run: (fixed s, s per round), measured on session 37's host
+# (AMD EPYC) with the data disk made on the host and vng not waiting for
+# virtiofsd (docs/results/paper-full-s37). A round of `paper` on pixel6pro
+# takes ~31 s, on every host seen: 10 switches whose dwell (2-4 s) is
+# wall-clock time, and the launches between; round 0's cold launches ~50 s.
+# The rest, ~80 s (boot, setup, the 26 background launches, shutdown), is
+# CPU-bound and follows the host: session 36's took ~125 s (~145 s with the
+# 20 s a run removed since). pixel6pro: 10 rounds 371-393 s, 2 rounds (the
+# sweeps, the floor) 133-143 s, 1 round 100-110 s. pixel5 swaps in all
+# through its rounds: ~47 s each, 2 rounds 151-153 s. On a host like
+# session 36's every estimate is ~45 s a run short.
+RUN_S = {"pixel6pro": (80.0, 31.0), "pixel5": (58.0, 47.0),
+         "pixel6pro-roomy": (80.0, 31.0)}
 # per campaign: the kernel's up-to-date check, the (cached) dilation, the report
 CAMPAIGN_OVERHEAD_S = 10.0
 # main's fio boot (swap_bandwidth.py): boot, 12 s of fio, shutdown
