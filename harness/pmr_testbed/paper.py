@@ -141,11 +141,12 @@ MODES = {m.name: m for m in (
 # takes ~31 s, on every host seen: 10 switches whose dwell (2-4 s) is
 # wall-clock time, and the launches between; round 0's cold launches ~50 s.
 # The rest, ~80 s (boot, setup, the 26 background launches, shutdown), is
-# CPU-bound and follows the host: session 36's took ~125 s (~145 s with the
-# 20 s a run removed since). pixel6pro: 10 rounds 371-393 s, 2 rounds (the
-# sweeps, the floor) 133-143 s, 1 round 100-110 s. pixel5 swaps in all
-# through its rounds: ~47 s each, 2 rounds 151-153 s. On a host like
-# session 36's every estimate is ~45 s a run short.
+# CPU-bound and follows the host: on session 36's it took ~125 s, once the
+# ~20 s a run removed since are taken off. pixel6pro: 10 rounds 371-393 s, 2 rounds (the
+# sweeps) 131-138 s and 126 s on pixel6pro-roomy, 1 round 100-110 s. pixel5
+# swaps in all through its rounds: ~47 s each, 2 rounds 144-165 s. The
+# full mode took 1 h 39 min against this estimate's 1 h 42 min. On a host
+# like session 36's every estimate is ~45 s a run short.
 RUN_S = {"pixel6pro": (80.0, 31.0), "pixel5": (58.0, 47.0),
          "pixel6pro-roomy": (80.0, 31.0)}
 # per campaign: the kernel's up-to-date check, the (cached) dilation, the report
