@@ -16,7 +16,6 @@ run's spec, and is removed with the campaign's other disk images.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -39,12 +38,8 @@ def size_mb(guest_spec: dict) -> int:
 def layout(guest_spec: dict) -> dict:
     """What decides the image's content: the apps' files and the binary
     that lays them out and fills them."""
-    try:
-        binary = hashlib.sha256(paths.RUNTIME_BIN.read_bytes()).hexdigest()[:16]
-    except FileNotFoundError:
-        raise UserError(f"{paths.RUNTIME_BIN} is not built: run `make setup`") from None
     return {"apps": [[a["name"], a["file_mb"], a["processes"]] for a in guest_spec["apps"]],
-            "runtime": binary}
+            "runtime": paths.runtime_digest()[:16]}
 
 
 def image(spec_path: Path, guest_spec: dict, disk_dir: Path) -> guest.Disk:

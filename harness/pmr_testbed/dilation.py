@@ -21,7 +21,6 @@ and the debug kernel does not measure either again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import statistics
 import subprocess
@@ -76,7 +75,7 @@ def _host_bench() -> dict:
 
 
 def _key(kernel_version: str, accel: str, append: list[str]) -> str:
-    digest = hashlib.sha256(paths.RUNTIME_BIN.read_bytes()).hexdigest()[:12]
+    digest = paths.runtime_digest()[:12]
     boot_args = " ".join(guest.accel_boot_args(accel) + list(append))
     return f"{kernel_version}|{accel}|{boot_args}|{digest}|{guest._cpu_model()}"
 

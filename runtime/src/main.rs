@@ -2,6 +2,7 @@
 //! `bench`.
 
 use clap::{Parser, Subcommand};
+use pmr_guest::spec::Spec;
 use pmr_guest::{app, bench, checker, reliability, run, setup};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -92,13 +93,15 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        Cmd::AppFiles { spec, dir } => match setup::write_spec_app_files(&spec, &dir) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("pmr-guest app-files: error: {e:#}");
-                ExitCode::from(1)
+        Cmd::AppFiles { spec, dir } => {
+            match Spec::load(&spec).and_then(|spec| setup::write_app_files(&dir, &spec)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("pmr-guest app-files: error: {e:#}");
+                    ExitCode::from(1)
+                }
             }
-        },
+        }
         Cmd::Reliability { spec } => reliability::main(&spec),
         Cmd::Checker { label, seed, pages } => match checker::main(&label, seed, pages) {
             Ok(()) => ExitCode::SUCCESS,

@@ -292,13 +292,7 @@ pub fn check_app_files(data_dir: &Path, spec: &Spec) -> Result<()> {
     Ok(())
 }
 
-/// Write every app's files of the spec at `spec_path` under `data_dir`
-/// (`pmr-guest app-files`).
-pub fn write_spec_app_files(spec_path: &Path, data_dir: &Path) -> Result<()> {
-    write_app_files(data_dir, &Spec::load(spec_path)?)
-}
-
-/// Create every app's files under `data_dir`.
+/// Create every app's files under `data_dir` (`pmr-guest app-files`).
 pub fn write_app_files(data_dir: &Path, spec: &Spec) -> Result<()> {
     let mut page = vec![0u8; PAGE_SIZE];
     for app in &spec.apps {

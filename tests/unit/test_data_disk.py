@@ -66,7 +66,6 @@ def test_size_leaves_room_for_ext4():
 
 def test_a_failing_tool_is_one_clear_line(tmp_path, monkeypatch):
     spec_path, s = small_spec(tmp_path)
-    s["apps"][0]["file_mb"] = 3   # not what spec.json says: no matter, the tool fails first
     monkeypatch.setattr(paths, "RUNTIME_BIN", tmp_path / "no-such-pmr-guest")
     with pytest.raises(UserError, match="no-such-pmr-guest is not built: run `make setup`"):
         data_disk.image(spec_path, s, tmp_path / "disk")
