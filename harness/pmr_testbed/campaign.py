@@ -4,10 +4,12 @@ Repetitions are interleaved (rep 1 of every scheme, then rep 2, ...) so that
 drift on the host hits every scheme alike; every run uses the same seed,
 scenario, profile, kernel and QEMU limits. Each run gets a fresh swap disk and
 its own directory, and all share one read-only data disk (data_disk.py);
-campaign.json records the setup and each run's status, and is rewritten
-after every run so partial campaigns stay readable. A last
-boot measures the swap disk's write bandwidth with fio (swap_bandwidth.py),
-which the report sets each scheme's peak reclaim throughput against.
+campaign.json records the setup, each run's status and the time the
+campaign has taken (`wall_s`: setup, runs and fio, summed over the sittings
+of a continued one), and is rewritten after every run so partial campaigns
+stay readable. A last boot measures the swap disk's write bandwidth with fio
+(swap_bandwidth.py), which the report sets each scheme's peak reclaim
+throughput against.
 
 A campaign cut off part-way (the host stopped, Ctrl-C) can be continued
 (CampaignRequest.resume, used by `pmrtb paper`): the runs campaign.json
@@ -108,6 +110,8 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
     progress(message, run_finished) is told what is going on.
     """
     req, profile, scenario, scheme_list = p.req, p.profile, p.scenario, p.schemes
+    started = time.monotonic()
+    earlier_wall_s = recorded_wall_s(req.out) if req.resume else 0.0
     req.out.mkdir(parents=True, exist_ok=True)
     machine = guest_setup.prepare(profile, req.flavour, req.out, lambda msg: progress(msg, False))
     image, accel, dil, limits = machine.image, machine.accel, machine.dilation, machine.limits
@@ -124,14 +128,19 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
     if req.trace_events:   # absent otherwise, as in campaigns from before the option
         campaign["extra_trace_events"] = list(req.trace_events)
     earlier = earlier_runs(req.out, campaign) if req.resume else {}
-    _write_json(req.out / "campaign.json", campaign)
+
+    def save() -> None:
+        campaign["wall_s"] = round(earlier_wall_s + time.monotonic() - started, 1)
+        _write_json(req.out / "campaign.json", campaign)
+
+    save()
     for rep in range(1, req.reps + 1):
         for scheme in scheme_list:
             run_id = f"{run_dir_name(scheme.name)}-r{rep}"
             before = earlier.get((scheme.name, rep))
             if before and before["status"] == "ok":
                 campaign["runs"].append(before)
-                _write_json(req.out / "campaign.json", campaign)
+                save()
                 progress(f"{run_id}: done earlier, kept", False)
                 continue
             if before:
@@ -158,13 +167,13 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
                     f"{exc}\n\n--- console tail ---\n{exc.console_tail}\n")
                 progress(f"{run_id}: FAILED: {exc}", True)
             campaign["runs"].append(entry)
-            _write_json(req.out / "campaign.json", campaign)
+            save()
     shutil.rmtree(disk_dir(req.out, DATA_DISK_DIR), ignore_errors=True)
     if req.swap_bandwidth:
         progress("swap disk bandwidth (fio in the guest)", False)
         campaign["swap_bandwidth"] = swap_bandwidth.measure(req.out, profile, machine,
                                                             disk_dir(req.out, "swap-bandwidth"))
-        _write_json(req.out / "campaign.json", campaign)
+        save()
     return campaign
 
 
@@ -185,6 +194,15 @@ def earlier_runs(out: Path, setup: dict) -> dict[tuple[str, int], dict]:
         raise SetupChanged(f"{out} was run with another {', '.join(differs)} than now: its "
                            "runs cannot be continued; run the campaign in a new --out")
     return {(r["scheme"], r["rep"]): r for r in recorded.get("runs", [])}
+
+
+def recorded_wall_s(out: Path) -> float:
+    """The time the sittings of a cut-off campaign in `out` took up to its
+    last recorded step (campaign.json's `wall_s`); 0 if none is recorded."""
+    try:
+        return float(json.loads((out / "campaign.json").read_text()).get("wall_s", 0.0))
+    except (FileNotFoundError, json.JSONDecodeError, TypeError, ValueError):
+        return 0.0
 
 
 def _keep_failed(out: Path, run_id: str) -> str:

@@ -331,7 +331,8 @@ def estimate_s(spec: CampaignSpec) -> float:
             + (SWAP_BANDWIDTH_S if spec.swap_bandwidth else 0.0))
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """An estimate's duration, rounded up to the minute."""
     minutes = math.ceil(seconds / 60)
     if minutes < 90:
         return f"{minutes} min"
@@ -358,13 +359,13 @@ def estimate_lines(p: PaperPlan, statuses: dict[str, str]) -> list[str]:
                 "partial": f"  [cut off: {done} of {c.runs} runs done]"}.get(status, "")
         lines.append(f"  {c.name:<15} {c.profile:<9} {_n(len(c.schemes), 'scheme')} x "
                      f"{_n(c.reps, 'rep')} x {_n(c.rounds, 'round')} = {_n(c.runs, 'run')}, "
-                     f"~{_duration(est)}" + note)
+                     f"~{duration_text(est)}" + note)
     total = sum(estimate_s(c) for c in p.campaigns)
     target = p.target_s
     over = "" if target is None or total <= target else \
-        f" (over the {_duration(target)} target)"
-    lines.append(f"estimated guest time: ~{_duration(total)} in all{over}; "
-                 f"~{_duration(remaining)} still to run")
+        f" (over the {duration_text(target)} target)"
+    lines.append(f"estimated guest time: ~{duration_text(total)} in all{over}; "
+                 f"~{duration_text(remaining)} still to run")
     return lines
 
 

@@ -2,7 +2,10 @@
 paper_summary.json and plots/ in the output directory, over the campaigns'
 own results directories (each keeps its summary.json and report.md).
 
-paper.md puts the paper's numbers beside ours: the headline ratios against
+paper.md first lists the campaigns and how long each took (campaign.json's
+wall_s) against the estimate printed first and the mode's time budget
+(`time` in paper_summary.json), then puts the paper's numbers beside ours:
+the headline ratios against
 `original` on pixel6pro (each the median, min and max over per-rep ratios,
 rep i of one scheme against rep i of the other, marked met or missed against
 the issue's targets, with the p-value of the two schemes' difference), then
@@ -39,7 +42,7 @@ from . import report, shortfall  # noqa: E402
 from .metrics import RunMetrics  # noqa: E402
 from .paper import (BASELINE, DEFAULT_DELTA, DEFAULT_PMR, DELTA_KEY, DEVICE_SCHEMES,  # noqa: E402
                     MAIN_PROFILE, OTHER_PROFILE, UNIT_KEY, CampaignSpec, PaperPlan,
-                    recorded_runs)
+                    duration_text, estimate_s, recorded_runs)
 from .report import (_cell, _fmt, _table, capacity_entry, capacity_kills_floor,  # noqa: E402
                      get_path, p_text)
 from .significance import permutation_p  # noqa: E402
@@ -117,6 +120,7 @@ class Collected:
     summary: dict | None = None
     ok: dict[str, list[Run]] | None = None
     runs_present: int = 0
+    wall_s: float | None = None          # campaign.json's; None if it has none
 
 
 def collect(p: PaperPlan) -> dict[str, Collected]:
@@ -131,6 +135,7 @@ def collect(p: PaperPlan) -> dict[str, Collected]:
             c.runs_present = recorded_runs(p, spec)
             c.status = "finished" if c.runs_present == spec.runs else "partial"
             c.summary, c.ok = summary, ok
+            c.wall_s = json.loads((d / "campaign.json").read_text()).get("wall_s")
         collected[spec.name] = c
     return collected
 
@@ -732,6 +737,53 @@ def campaigns_table(collected: dict[str, Collected]) -> list[str]:
                    "status", "details"], rows)
 
 
+def took_text(seconds: float) -> str:
+    """A measured duration: `6 min 05 s`, `1 h 38 min`."""
+    s = round(seconds)
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def time_summary(p: PaperPlan, collected: dict[str, Collected]) -> dict:
+    """How long the campaigns took (campaign.json's wall_s) against the
+    estimate printed first and the mode's budget. `took_s` is None until
+    every campaign has finished with its time recorded."""
+    took = [c.wall_s for c in collected.values() if c.wall_s is not None]
+    complete = all(c.status == "finished" and c.wall_s is not None
+                   for c in collected.values())
+    took_s = round(sum(took), 1) if complete else None
+    budget = p.target_s
+    return {
+        "budget_s": budget,
+        "estimate_s": round(sum(estimate_s(c.spec) for c in collected.values()), 1),
+        "took_s": took_s,
+        "within_budget": None if took_s is None or budget is None else took_s <= budget,
+        "campaigns": {n: {"took_s": c.wall_s, "estimate_s": round(estimate_s(c.spec), 1)}
+                      for n, c in collected.items()},
+    }
+
+
+def time_lines(p: PaperPlan, collected: dict[str, Collected]) -> list[str]:
+    t = time_summary(p, collected)
+    parts = "; ".join(
+        f"`{n}` " + ("not recorded" if e["took_s"] is None else took_text(e["took_s"]))
+        + f" (estimate {duration_text(e['estimate_s'])})" for n, e in t["campaigns"].items())
+    budget = "no budget" if t["budget_s"] is None else \
+        f"the {p.mode} mode's budget of {duration_text(t['budget_s'])}"
+    if t["took_s"] is None:
+        head = ("The campaigns' total time is not known: some have not finished, or ran "
+                "on a harness that did not record it (no `wall_s` in their campaign.json).")
+    else:
+        verdict = "" if t["within_budget"] is None else \
+            (", within it" if t["within_budget"] else ", over it")
+        head = (f"The campaigns took **{took_text(t['took_s'])}** against {budget}{verdict} "
+                f"(estimate printed first: {duration_text(t['estimate_s'])}).")
+    return [head + " Each campaign's setup (kernel check, dilation, data disk), runs and "
+            "fio, summed over the sittings of a continued one, not counting the run a "
+            "cut-off sitting lost: " + parts + "."]
+
+
 def kernel_warnings(collected: dict[str, Collected]) -> list[str]:
     kernels = {name: (c.summary["kernel"]["version"], tuple(c.summary["kernel"]["series"]))
                for name, c in collected.items() if c.summary}
@@ -796,7 +848,7 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
         "number; the paper's phones run Android on real flash, ours a scaled QEMU guest "
         "(README), so compare ratios and shapes, not absolute values.", "",
         *(f"> ⚠ {w}" for w in kernel_warnings(collected)), "",
-        "## Campaigns", "", *campaigns_table(collected), "",
+        "## Campaigns", "", *campaigns_table(collected), "", *time_lines(p, collected), "",
         "## Headline ratios (pixel6pro, against original)", "",
         _plot("headline", "headline ratios"), "",
         "Bars: our median ratio with min-max whiskers (red when it misses the target); "
@@ -912,6 +964,7 @@ def paper_summary(p: PaperPlan, collected: dict[str, Collected], ratios: dict[st
             for name, c in collected.items()},
         "ratios": ratios,
         "missed": [k for k, r in ratios.items() if r["status"] == "missed"],
+        "time": time_summary(p, collected),
         "floor": _floor_summary(collected),
         "capacity": _capacity_summary(collected),
         "delta": {"nr_to_reclaim_pages": p.nr_to_reclaim_pages,

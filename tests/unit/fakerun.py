@@ -228,9 +228,11 @@ def trace_text(lines: list[str], missing: tuple[str, ...] = (), overrun: int = 0
 
 def write_campaign(results_dir: Path, schemes: list[str], runs: list[dict], reps: int = 3, *,
                    scenario: str = "smoke", profile: str = "pixel6pro-mini", seed: int = 42,
-                   rounds: int = 2, swap_bandwidth: dict | None = None) -> Path:
+                   rounds: int = 2, swap_bandwidth: dict | None = None,
+                   wall_s: float | None = None) -> Path:
     """campaign.json; each of `runs` is {scheme, rep, status[, error]}; dir is derived;
-    `swap_bandwidth` is the fio measurement (swap_bandwidth.py), absent if None."""
+    `swap_bandwidth` is the fio measurement (swap_bandwidth.py) and `wall_s` the
+    time the campaign took, each absent if None."""
     entries = [{"scheme": r["scheme"], "rep": r["rep"],
                 "dir": f"runs/{r['scheme']}-r{r['rep']}", "status": r["status"],
                 "error": r.get("error")} for r in runs]
@@ -247,6 +249,8 @@ def write_campaign(results_dir: Path, schemes: list[str], runs: list[dict], reps
     }
     if swap_bandwidth is not None:
         campaign["swap_bandwidth"] = swap_bandwidth
+    if wall_s is not None:
+        campaign["wall_s"] = wall_s
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "campaign.json").write_text(json.dumps(campaign, indent=2))
     return results_dir
@@ -256,6 +260,10 @@ class CutOff(Exception):
     """A fake campaign stopped part-way, as by Ctrl-C or a crashed host."""
 
 
+# the time a fake campaign run takes, as campaign.json's wall_s counts it
+RUN_WALL_S = 60.0
+
+
 def fake_campaign_runner(make_run, stop_after: dict[str, int] | None = None,
                          setup_changed: frozenset[str] = frozenset()):
     """A stand-in for paper.run_campaign: writes what campaign.run would (a
@@ -263,8 +271,9 @@ def fake_campaign_runner(make_run, stop_after: dict[str, int] | None = None,
     fake runs whose write_run arguments are make_run(profile, scheme, rep).
     `stop_after[campaign dir name] = n` raises CutOff after n runs of that
     campaign. A request to resume keeps the runs campaign.json records, or
-    raises SetupChanged for the campaigns named in `setup_changed`. The
-    requests it got are in `.calls`, the runs it made in `.runs`."""
+    raises SetupChanged for the campaigns named in `setup_changed`. Each run
+    takes a fake RUN_WALL_S (campaign.json's wall_s). The requests it got
+    are in `.calls`, the runs it made in `.runs`."""
     stop_after = stop_after or {}
 
     def runner(req, progress):
@@ -289,7 +298,8 @@ def fake_campaign_runner(make_run, stop_after: dict[str, int] | None = None,
                           **make_run(req.profile, scheme, rep))
                 runner.runs.append((req.out.name, scheme, rep))
                 entries.append({"scheme": scheme, "rep": rep, "status": "ok"})
-                write_campaign(req.out, schemes, entries, **setup)
+                write_campaign(req.out, schemes, entries, wall_s=RUN_WALL_S * len(entries),
+                               **setup)
                 progress(f"{scheme}-r{rep}: done", True)
         return json.loads((req.out / "campaign.json").read_text())
 

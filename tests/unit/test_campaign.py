@@ -74,6 +74,21 @@ def test_a_cut_off_campaign_keeps_its_runs_and_runs_the_others(tmp_path, fake_gu
     assert (out / "runs" / "original-r2" / "run.json").exists()
 
 
+def test_a_continued_campaign_adds_its_sittings_times(tmp_path, fake_guest):
+    out = tmp_path / "c"
+    fake_guest.cut_at = "original-r2"
+    with pytest.raises(CutOff):
+        _run(out)
+    recorded = json.loads((out / "campaign.json").read_text())
+    assert 0 <= recorded["wall_s"] < 60
+    # say the first sitting took 1,000 s up to its last recorded run
+    recorded["wall_s"] = 1000.0
+    (out / "campaign.json").write_text(json.dumps(recorded))
+    fake_guest.cut_at = None
+    assert 1000 <= _run(out, resume=True)["wall_s"] < 1060
+    assert campaign.recorded_wall_s(tmp_path / "none") == 0.0
+
+
 def test_a_finished_campaign_resumed_runs_nothing(tmp_path, fake_guest):
     out = tmp_path / "c"
     first = _run(out)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fakerun import (ramp, PMR_VMSTAT_KEYS, CutOff, fake_campaign_runner, kswapd_round, switch,
-                     trace_line, trace_text, write_campaign, write_run, writeback_time)
+from fakerun import (ramp, PMR_VMSTAT_KEYS, RUN_WALL_S, CutOff, fake_campaign_runner,
+                     kswapd_round, switch, trace_line, trace_text, write_campaign, write_run, writeback_time)
 from pmr_testbed import paper, paper_report, paths, profiles, report, shortfall
 from pmr_testbed.errors import UserError
 from pmr_testbed.significance import permutation_p
@@ -172,7 +172,7 @@ def test_estimates(tmp_path):
     assert "[finished: skipped]" in next(ln for ln in lines if ln.strip().startswith("main"))
     remaining = sum(paper.estimate_s(c) for c in five.campaigns) \
         - paper.estimate_s(five.campaign("main"))
-    assert f"~{paper._duration(remaining)} still to run" in lines[-1]
+    assert f"~{paper.duration_text(remaining)} still to run" in lines[-1]
     assert "target" not in paper.estimate_lines(plans["thorough"], {})[-1]
 
 
@@ -279,6 +279,43 @@ def test_paper_md_summary_and_plots_are_written(quick_out):
     assert (p.out / s["campaigns"]["devices"]["summary"]).exists()
     assert s["ratios"]["response_time"]["median"] == pytest.approx(0.44)
     assert s["delta"]["points"][1]["kbytes"] == 3 * p.nr_to_reclaim_pages * 4
+
+
+def test_the_report_says_how_long_the_campaigns_took_against_the_budget(quick_out, tmp_path):
+    p, result, _ = quick_out
+    t = json.loads((p.out / "paper_summary.json").read_text())["time"]
+    runs = sum(c.runs for c in p.campaigns)
+    assert t["took_s"] == pytest.approx(RUN_WALL_S * runs)
+    assert t["budget_s"] == 20 * 60 and t["within_budget"] is True
+    assert t["estimate_s"] == pytest.approx(sum(paper.estimate_s(c) for c in p.campaigns))
+    assert t["campaigns"]["main"]["took_s"] == RUN_WALL_S * p.campaign("main").runs
+    md = result.markdown.read_text()
+    assert f"The campaigns took **{paper_report.took_text(RUN_WALL_S * runs)}** against the " \
+        "quick mode's budget of 20 min, within it" in md
+    # one campaign over the budget on its own; another without a recorded time
+    out = tmp_path / "slow"
+    shutil.copytree(p.out, out)
+    slow = paper.plan(out, mode="quick")
+    c = json.loads((out / "main" / "campaign.json").read_text())
+    c["wall_s"] = 21 * 60.0
+    (out / "main" / "campaign.json").write_text(json.dumps(c))
+    t = paper_report.time_summary(slow, paper_report.collect(slow))
+    assert t["within_budget"] is False and t["took_s"] > 21 * 60
+    assert ", over it" in paper_report.time_lines(slow, paper_report.collect(slow))[0]
+    del c["wall_s"]
+    (out / "main" / "campaign.json").write_text(json.dumps(c))
+    collected = paper_report.collect(slow)
+    t = paper_report.time_summary(slow, collected)
+    assert t["took_s"] is None and t["within_budget"] is None
+    assert t["campaigns"]["main"]["took_s"] is None
+    line = paper_report.time_lines(slow, collected)[0]
+    assert "total time is not known" in line and "`main` not recorded" in line
+
+
+def test_took_text():
+    assert paper_report.took_text(65.4) == "1 min 05 s"
+    assert paper_report.took_text(1199.6) == "20 min 00 s"
+    assert paper_report.took_text(5914) == "1 h 38 min"
 
 
 def test_fig5_split_and_table3_beside_the_paper(quick_out):
