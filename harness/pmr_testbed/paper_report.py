@@ -769,15 +769,15 @@ def time_lines(p: PaperPlan, collected: dict[str, Collected]) -> list[str]:
     parts = "; ".join(
         f"`{n}` " + ("not recorded" if e["took_s"] is None else took_text(e["took_s"]))
         + f" (estimate {duration_text(e['estimate_s'])})" for n, e in t["campaigns"].items())
-    budget = "no budget" if t["budget_s"] is None else \
-        f"the {p.mode} mode's budget of {duration_text(t['budget_s'])}"
+    budget = f" ({p.mode} mode: no budget)" if t["budget_s"] is None else \
+        f" against the {p.mode} mode's budget of {duration_text(t['budget_s'])}"
     if t["took_s"] is None:
         head = ("The campaigns' total time is not known: some have not finished, or ran "
                 "on a harness that did not record it (no `wall_s` in their campaign.json).")
     else:
         verdict = "" if t["within_budget"] is None else \
             (", within it" if t["within_budget"] else ", over it")
-        head = (f"The campaigns took **{took_text(t['took_s'])}** against {budget}{verdict} "
+        head = (f"The campaigns took **{took_text(t['took_s'])}**{budget}{verdict} "
                 f"(estimate printed first: {duration_text(t['estimate_s'])}).")
     return [head + " Each campaign's setup (kernel check, dilation, data disk), runs and "
             "fio, summed over the sittings of a continued one, not counting the run a "

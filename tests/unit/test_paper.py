@@ -310,6 +310,12 @@ def test_the_report_says_how_long_the_campaigns_took_against_the_budget(quick_ou
     assert t["campaigns"]["main"]["took_s"] is None
     line = paper_report.time_lines(slow, collected)[0]
     assert "total time is not known" in line and "`main` not recorded" in line
+    # the thorough mode has no budget to be within
+    thorough = dataclasses.replace(p, mode="thorough")
+    t = paper_report.time_summary(thorough, paper_report.collect(p))
+    assert t["budget_s"] is None and t["within_budget"] is None and t["took_s"] is not None
+    assert "(thorough mode: no budget) (estimate" in paper_report.time_lines(
+        thorough, paper_report.collect(p))[0]
 
 
 def test_took_text():
