@@ -371,7 +371,8 @@ def estimate_lines(p: PaperPlan, statuses: dict[str, str]) -> list[str]:
 
 # ---- resuming --------------------------------------------------------------
 
-def _campaign_json(d: Path) -> dict | None:
+def campaign_json(d: Path) -> dict | None:
+    """campaign.json of the campaign in `d`; None if it is missing or not JSON."""
     try:
         return json.loads((d / "campaign.json").read_text())
     except (FileNotFoundError, json.JSONDecodeError):
@@ -385,7 +386,7 @@ def campaign_status(p: PaperPlan, spec: CampaignSpec) -> str:
     d = p.out / spec.name
     if not d.exists() or not any(d.iterdir()):
         return "new"
-    data = _campaign_json(d)
+    data = campaign_json(d)
     if data is None:
         return "partial"
     want = {"scenario": SCENARIO, "profile": spec.profile, "schemes": list(spec.schemes),
@@ -407,7 +408,7 @@ def _recorded(data: dict, spec: CampaignSpec) -> int:
 
 def recorded_runs(p: PaperPlan, spec: CampaignSpec) -> int:
     """How many runs of the plan the campaign's campaign.json records."""
-    return _recorded(_campaign_json(p.out / spec.name) or {}, spec)
+    return _recorded(campaign_json(p.out / spec.name) or {}, spec)
 
 
 def runs_to_go(p: PaperPlan, state: dict[str, str]) -> int:

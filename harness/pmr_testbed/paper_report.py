@@ -42,7 +42,7 @@ from . import report, shortfall  # noqa: E402
 from .metrics import RunMetrics  # noqa: E402
 from .paper import (BASELINE, DEFAULT_DELTA, DEFAULT_PMR, DELTA_KEY, DEVICE_SCHEMES,  # noqa: E402
                     MAIN_PROFILE, OTHER_PROFILE, UNIT_KEY, CampaignSpec, PaperPlan,
-                    duration_text, estimate_s, recorded_runs)
+                    campaign_json, duration_text, estimate_s, recorded_runs)
 from .report import (_cell, _fmt, _table, capacity_entry, capacity_kills_floor,  # noqa: E402
                      get_path, p_text)
 from .significance import permutation_p  # noqa: E402
@@ -135,7 +135,7 @@ def collect(p: PaperPlan) -> dict[str, Collected]:
             c.runs_present = recorded_runs(p, spec)
             c.status = "finished" if c.runs_present == spec.runs else "partial"
             c.summary, c.ok = summary, ok
-            c.wall_s = json.loads((d / "campaign.json").read_text()).get("wall_s")
+            c.wall_s = (campaign_json(d) or {}).get("wall_s")
         collected[spec.name] = c
     return collected
 
@@ -754,13 +754,14 @@ def time_summary(p: PaperPlan, collected: dict[str, Collected]) -> dict:
                    for c in collected.values())
     took_s = round(sum(took), 1) if complete else None
     budget = p.target_s
+    campaigns = {n: {"took_s": c.wall_s, "estimate_s": round(estimate_s(c.spec), 1)}
+                 for n, c in collected.items()}
     return {
         "budget_s": budget,
-        "estimate_s": round(sum(estimate_s(c.spec) for c in collected.values()), 1),
+        "estimate_s": round(sum(e["estimate_s"] for e in campaigns.values()), 1),
         "took_s": took_s,
         "within_budget": None if took_s is None or budget is None else took_s <= budget,
-        "campaigns": {n: {"took_s": c.wall_s, "estimate_s": round(estimate_s(c.spec), 1)}
-                      for n, c in collected.items()},
+        "campaigns": campaigns,
     }
 
 
