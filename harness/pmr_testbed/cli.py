@@ -3,6 +3,7 @@
     pmrtb build-kernel [--flavour testbed|debug]
     pmrtb run --scenario paper --profile pixel6pro --schemes original,mglru --reps 3
     pmrtb report results/<dir>
+    pmrtb regime DIR
     pmrtb paper --out DIR [--quick | --thorough] [--reps N] [--seed S]
     pmrtb reliability --profile pixel5 --scheme original [--toggle PATH=V1,V2,...]
                       [--swap-full] [--swap-write-errors]
@@ -24,6 +25,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from . import campaign, guest, kernel, paths, profiles, reliability_checks
+from . import regime as regime_mod
 from . import paper as paper_mod
 from . import probe as probe_mod
 from . import reliability as reliability_mod
@@ -125,6 +127,35 @@ def report_cmd(results: Path = typer.Argument(..., help="a results directory")) 
     if not (results / "campaign.json").exists():
         raise UserError(f"{results} is not a results directory (no campaign.json)")
     typer.echo(f"report: {_write_report(results)}")
+
+
+@app.command("regime")
+def regime_cmd(results: Path = typer.Argument(..., help="a pmrtb paper output directory or a "
+                                                        "campaign's results directory")) -> None:
+    """Whether original's runs are in the paper's regime: DIR/regime.json and a table
+    (exit 0 whether or not the checks pass: it is a report)."""
+    result = regime_mod.regime(results)
+    path = regime_mod.save(results, result)
+    print_regime(result)
+    typer.echo(f"regime.json: {path}")
+
+
+def print_regime(result: dict) -> None:
+    colour = {"✅ pass": "green", "❌ fail": "bold red"}
+    table = Table(title=f"regime: original on {result['profile']}")
+    for column in ("check", "ours", "range", "pass"):
+        table.add_column(column)
+    table.add_column("missing", overflow="fold")
+    for c in result["checks"]:
+        status = regime_mod.result_text(c)
+        table.add_row(c["name"], rich.markup.escape(regime_mod.ours_text(c)),
+                      regime_mod.range_text(c["lo"], c["hi"]),
+                      f"[{colour.get(status, 'yellow')}]{status}[/]",
+                      rich.markup.escape(c["missing"] or ""))
+    for r in result["reported"]:
+        table.add_row(r["name"], regime_mod.fmt(r["value"]), "–", "reported",
+                      rich.markup.escape(r.get("missing") or ""))
+    Console().print(table)
 
 
 @app.command()

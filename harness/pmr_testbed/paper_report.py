@@ -5,7 +5,8 @@ own results directories (each keeps its summary.json and report.md).
 paper.md first lists the campaigns and how long each took (campaign.json's
 wall_s) against the estimate printed first and the mode's time budget
 (`time` in paper_summary.json), then puts the paper's numbers beside ours:
-the headline ratios against
+whether original's runs are in the paper's regime (regime.py, over main's
+and floor's runs; also written to regime.json), the headline ratios against
 `original` on pixel6pro (each the median, min and max over per-rep ratios,
 rep i of one scheme against rep i of the other, marked met or missed against
 the issue's targets, with the p-value of the two schemes' difference), then
@@ -38,6 +39,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from . import regime as regime_mod  # noqa: E402
 from . import report, shortfall  # noqa: E402
 from .metrics import RunMetrics  # noqa: E402
 from .paper import (BASELINE, DEFAULT_DELTA, DEFAULT_PMR, DELTA_KEY, DEVICE_SCHEMES,  # noqa: E402
@@ -828,7 +830,23 @@ def shortfall_lines(p: PaperPlan, ratios: dict[str, dict],
     return lines
 
 
-def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict]) -> str:
+def paper_regime(p: PaperPlan, collected: dict[str, Collected]) -> dict | None:
+    """The regime over main's and floor's original runs (regime.py), from
+    the runs collect() loaded; None before main has results."""
+    main, floor = collected.get("main"), collected.get("floor")
+    if main is None or main.ok is None:
+        return None
+    return regime_mod.build(p.out, "paper", main.ok.get(BASELINE, []),
+                            floor.ok.get(BASELINE, []) if floor and floor.ok else None)
+
+
+def regime_lines(regime: dict | None) -> list[str]:
+    return regime_mod.markdown_lines(regime) if regime else [
+        "The main campaign has no results yet.", ""]
+
+
+def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict],
+           regime: dict | None = None) -> str:
     schemes = _main_schemes(collected)
     main = collected.get("main")
     main_ok = main.ok if main else None
@@ -850,6 +868,7 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
         "(README), so compare ratios and shapes, not absolute values.", "",
         *(f"> ⚠ {w}" for w in kernel_warnings(collected)), "",
         "## Campaigns", "", *campaigns_table(collected), "", *time_lines(p, collected), "",
+        "## Regime (pixel6pro, original)", "", *regime_lines(regime),
         "## Headline ratios (pixel6pro, against original)", "",
         _plot("headline", "headline ratios"), "",
         "Bars: our median ratio with min-max whiskers (red when it misses the target); "
@@ -995,6 +1014,9 @@ def write(p: PaperPlan, collected: dict[str, Collected]) -> Path:
     plot_fig15b(unit_points(p, collected), plot_dir / PLOTS["fig15b"])
     (p.out / "paper_summary.json").write_text(
         json.dumps(paper_summary(p, collected, ratios), indent=2) + "\n")
+    regime = paper_regime(p, collected)
+    if regime is not None:
+        regime_mod.save(p.out, regime)
     path = p.out / "paper.md"
-    path.write_text(render(p, collected, ratios))
+    path.write_text(render(p, collected, ratios, regime))
     return path

@@ -14,6 +14,10 @@ evaluation figures:
   plots/sweep_<key>.png         Fig. 15b: reclaim throughput against a swept knob
                                 (only when the schemes form a sweep, sweep.py)
 
+Beside report.md, regime.json: whether original's runs are in the paper's
+regime, from this campaign alone (regime.py); report.md's Regime section
+shows it.
+
 Each scheme keeps one colour in every plot. Bars are medians over ok runs,
 whiskers the min and max across reps.
 """
@@ -34,6 +38,9 @@ import numpy as np  # noqa: E402
 
 from .fitting_runs import FIGURES as FIT_FIGURES  # noqa: E402
 from .host_cpu import SATURATED_MARGIN  # noqa: E402
+from .regime import build as build_regime  # noqa: E402
+from .regime import markdown_lines as regime_lines  # noqa: E402
+from .regime import save as save_regime  # noqa: E402
 from .summary import (BASELINE, RATIO_FIGURES, Run, build_summary, get_path,  # noqa: E402
                       save_summary)
 from .sweep import Sweep, find_sweeps, unit  # noqa: E402
@@ -107,10 +114,13 @@ PRESSURE_PANELS = [("kills", "LMKD kills"), ("allocstall", "Direct reclaims (all
 
 def write_report(results_dir: Path,
                  built: tuple[dict, dict[str, list[Run]]] | None = None) -> Path:
-    """Write summary.json, report.md and plots/*.png; return report.md's path.
-    `built` is build_summary(results_dir) when the caller already has it."""
+    """Write summary.json, regime.json, report.md and plots/*.png; return
+    report.md's path. `built` is build_summary(results_dir) when the caller
+    already has it."""
     summary, ok = built or build_summary(results_dir)
     save_summary(results_dir, summary)
+    regime = build_regime(results_dir, "campaign", ok.get(BASELINE, []))
+    save_regime(results_dir, regime)
     plot_dir = results_dir / "plots"
     plot_dir.mkdir(exist_ok=True)
     colours = scheme_colours(list(summary["schemes"]))
@@ -125,7 +135,7 @@ def write_report(results_dir: Path,
     for key, sweeps in sweeps_by_key(summary["schemes"]).items():
         plot_sweep(key, sweeps, summary["schemes"], plot_dir / sweep_file(key))
     path = results_dir / "report.md"
-    path.write_text(render_markdown(summary))
+    path.write_text(render_markdown(summary, regime))
     return path
 
 
@@ -861,7 +871,8 @@ def capacity_text(schemes: dict[str, dict], base: str = BASELINE) -> str | None:
     return text + "."
 
 
-def render_markdown(s: dict) -> str:
+def render_markdown(s: dict, regime: dict | None = None) -> str:
+    """report.md from the summary and the campaign's regime (regime.py)."""
     k = s["kernel"]
     series = ", ".join(f"`{p}`" for p in k["series"]) or "none"
     n = len(k["series"])
@@ -1003,6 +1014,8 @@ def render_markdown(s: dict) -> str:
                   "over rounds, in pages (Fig. 6). The busiest second is the largest share "
                   "of a 1-s window kswapd spent in rounds: near 1 when it could not keep up "
                   "with demand.", "", *rounds, ""]
+    if regime is not None:
+        lines += ["## Regime", "", *regime_lines(regime)]
     lines += ["## Versus original", ""]
     if s["ratios"]:
         lines += [f"Each scheme's median divided by `{BASELINE}`'s median (0.56 = 44% lower); "

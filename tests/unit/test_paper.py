@@ -14,7 +14,7 @@ import pytest
 
 from fakerun import (ramp, PMR_VMSTAT_KEYS, RUN_WALL_S, CutOff, fake_campaign_runner,
                      kswapd_round, switch, trace_line, trace_text, write_campaign, write_run, writeback_time)
-from pmr_testbed import paper, paper_report, paths, profiles, report, shortfall
+from pmr_testbed import paper, paper_report, paths, profiles, regime, report, shortfall
 from pmr_testbed.errors import UserError
 from pmr_testbed.significance import permutation_p
 from pmr_testbed.sweep import parse_name
@@ -258,6 +258,24 @@ def test_every_campaign_runs_into_its_own_results_dir(quick_out):
         assert (d / "plots" / report.PLOT_FILES["throughput"]).exists()
     assert (p.out / "delta" / "plots" / f"sweep_{paper.DELTA_KEY}.png").exists()
     assert result.failed_runs == 0
+
+
+def test_paper_md_has_the_regime_before_the_headline_ratios(quick_out):
+    p, result, _ = quick_out
+    md = result.markdown.read_text()
+    assert md.index("## Regime (pixel6pro, original)") < md.index("## Headline ratios")
+    section = _rows(md, "Regime (pixel6pro, original)")
+    assert set(section) == {"check", *regime.CHECKS}
+    assert section["demand_over_reclaim"][4] == "not measured"
+    assert f"- `demand_over_reclaim`: {regime.NO_FLOOR}\n" in md
+    saved = json.loads((p.out / "regime.json").read_text())
+    assert saved["source"]["layout"] == "paper" and saved["source"]["floor"] is None
+    assert saved["source"]["main"] == {"dir": "main", "profile": "pixel6pro",
+                                       "original_reps": [1]}
+    # each campaign's own, beside its report
+    for c in p.campaigns:
+        assert json.loads((p.out / c.name / "regime.json").read_text())["source"]["layout"] \
+            == "campaign"
 
 
 def test_paper_md_summary_and_plots_are_written(quick_out):
