@@ -7,9 +7,12 @@ its own directory, and all share one read-only data disk (data_disk.py);
 campaign.json records the setup, each run's status and the time the
 campaign has taken (`wall_s`: setup, runs and fio, summed over the sittings
 of a continued one), and is rewritten after every run so partial campaigns
-stay readable. A last boot measures the swap disk's write bandwidth with fio
+stay readable. Two last boots measure the swap disk with fio
 (swap_bandwidth.py), which the report sets each scheme's peak reclaim
-throughput against.
+throughput against, and reclaim under a max-rate allocator on the same disk
+(max_rate.py), which the regime report sets the original kernel's peak
+against. campaign.json's `flash_calibration` says how the disk's limits
+were derived (guest_setup.Machine.flash_calibration).
 
 A campaign cut off part-way (the host stopped, Ctrl-C) can be continued
 (CampaignRequest.resume, used by `pmrtb paper`): the runs campaign.json
@@ -34,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import data_disk, guest, guest_setup, kernel, kernel_profile, paths, profiles, scenarios
-from . import schemes, spec, swap_bandwidth, trace
+from . import data_disk, guest, guest_setup, kernel, kernel_profile, max_rate, paths, profiles
+from . import scenarios, schemes, spec, swap_bandwidth, trace
 from .errors import GuestError, UserError
 
 
@@ -49,7 +52,8 @@ class CampaignRequest:
     out: Path
     flavour: str = "testbed"
     rounds: int | None = None   # overrides the scenario's rounds (quick runs, sweeps)
-    swap_bandwidth: bool = True  # end with the fio boot (swap_bandwidth.py)
+    # end with the fio boot (swap_bandwidth.py) and the max-rate allocator's (max_rate.py)
+    swap_bandwidth: bool = True
     perf_hz: int = 0  # perf in the guest at this rate (kernel_profile.py); 0: off
     resume: bool = False  # keep the runs a cut-off campaign in `out` recorded
     # recorded beside the default ones; plan() leaves them sorted, once each
@@ -120,6 +124,7 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
         "schemes": [s.name for s in scheme_list], "reps": req.reps, "seed": req.seed,
         "dilation": dil.as_dict(),
         "qemu": {"accel": accel, **limits},
+        "flash_calibration": machine.flash_calibration(profile),
         "guest": {"ram_mb": profile.guest_ram_mb, "cpus": profile.cpus, "scale": profile.scale,
                   "swap_mb": profile.guest_swap_mb, **profile.watermarks()},
         "kernel": {**image.as_dict(), "boot_args": kernel.BOOT_ARGS[req.flavour]},
@@ -173,6 +178,10 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
         progress("swap disk bandwidth (fio in the guest)", False)
         campaign["swap_bandwidth"] = swap_bandwidth.measure(req.out, profile, machine,
                                                             disk_dir(req.out, "swap-bandwidth"))
+        save()
+        progress("reclaim under a max-rate allocator (stress-ng in the guest)", False)
+        campaign["max_rate"] = max_rate.measure(req.out, profile, image, accel, limits,
+                                                disk_dir(req.out, "max-rate"))
         save()
     return campaign
 
@@ -242,7 +251,7 @@ def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image
     slowdown = kernel.SLOWDOWN[req.flavour]
     guest_spec = spec.build(run_id=run_id, out_dir=run_dir, seed=req.seed, scenario=scenario,
                             profile=profile, scheme=scheme,
-                            work_iters_per_ms=dil.host_work_iters_per_ms, slowdown=slowdown,
+                            work_iters_per_ms=dil.guest_work_iters_per_ms, slowdown=slowdown,
                             extra_trace_events=req.trace_events)
     _write_json(run_dir / "spec.json", guest_spec)
     data = data_disk.image(run_dir / "spec.json", guest_spec, disk_dir(req.out, DATA_DISK_DIR))

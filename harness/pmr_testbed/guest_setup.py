@@ -1,6 +1,7 @@
 """What every command that boots the guest for a workload shares: the host
-checks, the kernel, the accelerator, the time dilation and the QEMU limits it
-implies, the swap disk throttled like the profile's flash, and pmr-guest's
+checks, the kernel, the accelerator, the time dilation, the guest's reclaim
+ceiling and the QEMU limits it implies (the swap disk throttled like the
+profile's flash), and pmr-guest's
 setup errors (exit status 2) turned into one line for the user.
 """
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import dilation as dilation_mod
-from . import guest, kernel, paths, spec
+from . import guest, kernel, max_rate, paths, spec
 from .errors import UserError
 from .profiles import Profile
 
@@ -60,19 +61,33 @@ class Machine:
     image: kernel.KernelImage
     accel: str
     dilation: dilation_mod.Dilation
+    # the original kernel's peak reclaim with an unthrottled disk (max_rate.ceiling)
+    reclaim_ceiling: dict
     limits: dict  # QEMU throttling of the swap disk (profile.qemu_limits)
+
+    def flash_calibration(self, profile: Profile) -> dict:
+        """How the swap disk's limits were derived, for campaign.json."""
+        ceiling = self.reclaim_ceiling["reclaim_peak_mbps"]
+        return {"reclaim_ceiling_mbps": ceiling,
+                "phone_peak_reclaim_mbps": profile.peak_reclaim_mbps,
+                "flash_scale": round(profile.flash_scale(ceiling), 4),
+                "ceiling_boots": self.reclaim_ceiling.get("boots", [])}
 
 
 def prepare(profile: Profile, flavour: str, work_dir: Path,
             progress: Callable[[str], None]) -> Machine:
-    """Build (or reuse) the kernel, pick the accelerator, measure the dilation."""
+    """Build (or reuse) the kernel, pick the accelerator, measure the dilation
+    and the reclaim ceiling (both cached per host)."""
     progress(f"kernel ({flavour})")
     image = kernel.build(flavour)
     accel = guest.detect_accel(image.bzimage)
     progress(f"time dilation ({accel})")
     dil = dilation_mod.measure(image.bzimage, image.version, accel, cpus=profile.cpus,
                                work_dir=work_dir, append=kernel.BOOT_ARGS[flavour])
-    return Machine(image, accel, dil, profile.qemu_limits(dil.factor))
+    progress(f"reclaim ceiling ({accel})")
+    ceiling = max_rate.ceiling(image, accel, work_dir)
+    return Machine(image, accel, dil, ceiling,
+                   profile.qemu_limits(ceiling["reclaim_peak_mbps"]))
 
 
 def swap_disk(profile: Profile, limits: dict, disk_dir: Path,

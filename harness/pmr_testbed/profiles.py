@@ -1,8 +1,12 @@
 """Device profiles (profiles/*.toml): a phone, and how it maps onto the guest.
 
-Memory sizes scale by the guest/phone RAM ratio (`guest.scale`); flash
-throughput and IOPS scale by the measured time dilation (dilation.py), so the
-guest's CPU-to-flash balance resembles the phone's.
+Memory sizes scale by the guest/phone RAM ratio (`guest.scale`). Flash
+throughput and IOPS scale by the ratio of the guest's reclaim ceiling
+(max_rate.py: the original kernel's peak reclaim under a max-rate allocator
+with an unthrottled disk, measured once per host) to the phone's peak
+reclaim (`[phone] peak_reclaim_mbps`), so that reclaim uses the same share of
+the guest's flash as of the phone's: software, not the flash, limits it
+(paper §2.2.2, §3.1.2, Figs. 3a and 4b).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ class Profile:
     phone_ram_mb: int
     phone_swap_mb: int
     high_watermark_pages: int
+    peak_reclaim_mbps: float
     rand_write_4k_mbps: float
     seq_write_mbps: float
     rand_read_4k_mbps: float
@@ -63,18 +68,26 @@ class Profile:
         wsf = round((high_kb - min_free_kb) * 10000 / (2 * ram_kb))
         return {"min_free_kbytes": min_free_kb, "watermark_scale_factor": max(10, min(3000, wsf))}
 
-    def qemu_limits(self, dilation: float) -> dict[str, int]:
-        """QEMU throttling for the swap disk: phone figures slowed by the dilation.
+    def flash_scale(self, reclaim_ceiling_mbps: float) -> float:
+        """The guest's flash over the phone's: the guest's reclaim ceiling over
+        the phone's peak reclaim."""
+        return reclaim_ceiling_mbps / self.peak_reclaim_mbps
+
+    def qemu_limits(self, reclaim_ceiling_mbps: float) -> dict[str, int]:
+        """QEMU throttling for the swap disk: the phone's figures times
+        flash_scale(), so that the guest's reclaim ceiling is the same share
+        of its flash as the phone's peak reclaim is of the phone's.
 
         Every request counts as one I/O operation against the IOPS limit, so
         small writes are bounded by the 4 KB IOPS and large ones by bandwidth.
         """
         mb = 1024 * 1024
+        k = self.flash_scale(reclaim_ceiling_mbps)
         return {
-            "swap_bps_write": int(self.seq_write_mbps * mb / dilation),
-            "swap_iops_write": int(self.rand_write_4k_mbps * 256 / dilation),
-            "swap_bps_read": int(self.seq_read_mbps * mb / dilation),
-            "swap_iops_read": int(self.rand_read_4k_mbps * 256 / dilation),
+            "swap_bps_write": int(self.seq_write_mbps * mb * k),
+            "swap_iops_write": int(self.rand_write_4k_mbps * 256 * k),
+            "swap_bps_read": int(self.seq_read_mbps * mb * k),
+            "swap_iops_read": int(self.rand_read_4k_mbps * 256 * k),
         }
 
 
@@ -98,6 +111,7 @@ def parse(data: dict, path: Path) -> Profile:
         phone_ram_mb=int(positive(phone, "ram_mb", f"{where} [phone]")),
         phone_swap_mb=int(positive(phone, "swap_mb", f"{where} [phone]")),
         high_watermark_pages=int(positive(phone, "high_watermark_pages", f"{where} [phone]")),
+        peak_reclaim_mbps=positive(phone, "peak_reclaim_mbps", f"{where} [phone]"),
         rand_write_4k_mbps=positive(flash, "rand_write_4k_mbps", f"{where} [flash]"),
         seq_write_mbps=positive(flash, "seq_write_mbps", f"{where} [flash]"),
         rand_read_4k_mbps=positive(flash, "rand_read_4k_mbps", f"{where} [flash]"),

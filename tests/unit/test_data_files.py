@@ -22,13 +22,21 @@ def test_pixel6pro_scales_memory_and_keeps_watermark_share():
     assert math.isclose(high_kb / ram_kb, 39340 * 4 / (12288 * 1024), rel_tol=0.05)
 
 
-def test_qemu_limits_divide_phone_figures_by_dilation():
+def test_qemu_limits_scale_the_phones_flash_by_the_reclaim_ceiling():
     p = profiles.load("pixel6pro")
-    fast, slow = p.qemu_limits(1.0), p.qemu_limits(10.0)
-    assert fast["swap_bps_write"] == 1261 * 2**20
-    assert fast["swap_iops_write"] == 1000 * 256
-    assert slow["swap_bps_write"] == fast["swap_bps_write"] // 10
-    assert profiles.load("pixel5").qemu_limits(1.0)["swap_iops_write"] == 378 * 256
+    assert p.peak_reclaim_mbps == 150
+    # a guest that reclaims as fast as the phone gets the phone's flash
+    same = p.qemu_limits(150.0)
+    assert same["swap_bps_write"] == 1261 * 2**20
+    assert same["swap_iops_write"] == 1000 * 256
+    # one that reclaims at a tenth gets a tenth: reclaim keeps its share of the flash
+    slow = p.qemu_limits(15.0)
+    assert slow["swap_bps_write"] == pytest.approx(same["swap_bps_write"] / 10, abs=1)
+    assert p.flash_scale(15.0) == pytest.approx(0.1)
+    pixel5 = profiles.load("pixel5")
+    assert pixel5.qemu_limits(pixel5.peak_reclaim_mbps)["swap_iops_write"] == 378 * 256
+    # the phone's peak reclaim over its flash, which the regime report checks
+    assert 0.08 <= 150 / 1000 <= 0.20 and 0.25 <= 126 / 378 <= 0.45
 
 
 def test_every_shipped_profile_scenario_scheme_loads():

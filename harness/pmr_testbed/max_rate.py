@@ -1,0 +1,205 @@
+"""Reclaim under a max-rate allocator: how fast the original kernel can
+reclaim in the guest when nothing but reclaim limits it (paper §3.1.1,
+Fig. 4a, where memtester on the phone raises peak reclaim only 8.3% over
+app switching: reclaim itself is the bottleneck, not the apps' demand).
+
+One guest boot, like a campaign's runs (same kernel, boot arguments, RAM,
+CPUs), with the original scheme's knobs (the classic LRU), the profile's
+watermarks, and a swap disk of SWAP_FACTOR x RAM so that the run never
+fills it. `stress-ng --vm WORKERS --vm-keep --vm-method write64` writes
+ALLOC_FACTOR x RAM over and over, as memtester does: every pass
+swaps out what the last one wrote. A shell loop samples the swap disk's
+write sectors and kswapd0's CPU ticks every SAMPLE_S; the peak is the
+largest 1-s window of swap writes (the paper's and metrics.py's definition
+of reclaim throughput), kswapd's busiest second the largest 1-s growth of
+its CPU time, in CPUs.
+
+Two uses:
+
+- `ceiling()`: with the swap disk unthrottled, what reclaim alone does on
+  this host, in CEILING_PROFILE's guest (the main profile's: 2 GB, 2
+  CPUs) whatever profile a campaign runs; the median of CEILING_BOOTS
+  boots, cached per (kernel, accel, boot arguments, host CPU) like the
+  dilation, so that every campaign on a host throttles its flash alike. profiles.qemu_limits()
+  scales the phone's flash by it: the guest's flash is to this ceiling as
+  the phone's flash is to the phone's peak reclaim (`[phone]
+  peak_reclaim_mbps`).
+- `measure()`: at the end of a campaign, with the campaign's throttled
+  disk, kept in campaign.json as `max_rate` for the regime report's
+  `reclaim_limited` check:
+
+    "max_rate": {"reclaim_peak_mbps": 97.1, "kswapd_busiest_cpu": 0.98,
+                 "swapout_mb": 2210.4, "allocator": {...}, "error": null}
+
+  A failed measurement is kept as the error, never as a number.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import guest, kernel, paths, profiles, schemes, spec
+from .errors import GuestError
+from .profiles import Profile
+
+WORKERS = 2
+# stress-ng's buffers as a share of the guest's RAM, and the swap disk
+ALLOC_FACTOR = 1.4
+SWAP_FACTOR = 1.5
+STRESS_S = 20
+SAMPLE_S = 0.1
+CEILING_BOOTS = 3
+CEILING_PROFILE = "pixel6pro"
+DEADLINE_S = 150
+SAMPLES_FILE = "samples.txt"
+CACHE = paths.BUILD_DIR / "reclaim_ceiling.json"
+SECTOR_BYTES = 512
+MB = 2**20
+USER_HZ = 100
+
+
+@dataclass(frozen=True)
+class MaxRate:
+    reclaim_peak_mbps: float
+    kswapd_busiest_cpu: float
+    swapout_mb: float
+
+
+def allocator(profile: Profile) -> dict:
+    """The stress-ng job, as campaign.json records it."""
+    return {"tool": "stress-ng", "workers": WORKERS, "method": "write64", "keep": True,
+            "bytes_mb": int(profile.guest_ram_mb * ALLOC_FACTOR), "seconds": STRESS_S,
+            "swap_mb": int(profile.guest_ram_mb * SWAP_FACTOR)}
+
+
+def guest_command(profile: Profile, out: Path) -> str:
+    """The guest's shell command: swap on the disk found by serial, the
+    original scheme's knobs and the profile's watermarks, the sampler in
+    the background and stress-ng in front."""
+    job = allocator(profile)
+    per_worker = job["bytes_mb"] // WORKERS
+    knobs = [(k["path"], k["value"]) for k in schemes.load("original").knobs]
+    knobs += [(f"/proc/sys/vm/{k}", str(v)) for k, v in profile.watermarks().items()]
+    writes = "; ".join(f"echo {shlex.quote(v)} > {shlex.quote(p)}" for p, v in knobs)
+    samples = shlex.quote(str(out / SAMPLES_FILE))
+    script = (
+        "set -e; dev=; for d in /sys/block/vd*; do "
+        f'[ "$(cat "$d/serial" 2>/dev/null)" = {spec.SWAP_SERIAL} ] && dev=${{d##*/}}; done; '
+        f'[ -n "$dev" ] || {{ echo "pmr-max-rate: no disk {spec.SWAP_SERIAL}" >&2; exit 1; }}; '
+        'mkswap -q /dev/$dev >/dev/null; swapon /dev/$dev; '
+        f"{writes}; "
+        "kp=$(pgrep -x kswapd0); "
+        "( while :; do read -r up _ < /proc/uptime; read -r st < /sys/block/$dev/stat; "
+        "set -- $(cat /proc/$kp/stat); echo \"$up ${st} ${14} ${15}\"; "
+        f"sleep {SAMPLE_S}; done ) > {samples} & sampler=$!; "
+        f"stress-ng --vm {WORKERS} --vm-bytes {per_worker}m --vm-keep --vm-method write64 "
+        f"--timeout {STRESS_S}s --temp-path /tmp --quiet; "
+        "kill $sampler; wait $sampler 2>/dev/null || true"
+    )
+    return "bash -c " + shlex.quote(script)
+
+
+def parse_samples(text: str) -> MaxRate:
+    """Peak swap writes and kswapd's busiest second from the sampler's lines:
+    `uptime_s <the 17 /sys/block/<dev>/stat fields> utime stime`."""
+    t, sectors, ticks = [], [], []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 10:
+            continue   # cut off when the sampler was killed
+        try:
+            t.append(float(fields[0]))
+            sectors.append(int(fields[7]))   # write sectors: the 7th stat field
+            ticks.append(int(fields[-2]) + int(fields[-1]))
+        except ValueError:
+            continue
+    if len(t) < 2 or t[-1] - t[0] < 1.0:
+        raise ValueError(f"{len(t)} samples over less than a second: nothing to measure")
+    peak = max(window_deltas(t, sectors), default=0.0) * SECTOR_BYTES / MB
+    busiest = max(window_deltas(t, ticks), default=0.0) / USER_HZ
+    return MaxRate(reclaim_peak_mbps=round(peak, 2), kswapd_busiest_cpu=round(busiest, 3),
+                   swapout_mb=round((sectors[-1] - sectors[0]) * SECTOR_BYTES / MB, 1))
+
+
+def window_deltas(t: list[float], values: list[int]) -> list[float]:
+    """The growth of a cumulative counter over every whole 1-s window the
+    samples cover, the counter linearly interpolated at each window's ends."""
+    def at(x: float) -> float:
+        for i in range(1, len(t)):
+            if t[i] >= x:
+                span = t[i] - t[i - 1]
+                w = 0.0 if span <= 0 else (x - t[i - 1]) / span
+                return values[i - 1] + w * (values[i] - values[i - 1])
+        return float(values[-1])
+
+    start = int(t[0]) + 1
+    return [at(s + 1) - at(s) for s in range(start, int(t[-1]))]
+
+
+def _boot(out: Path, profile: Profile, image: kernel.KernelImage, accel: str,
+          throttle: dict, disks: Path) -> MaxRate:
+    out.mkdir(parents=True, exist_ok=True)
+    swap = guest.Disk(disks / "swap.img", spec.SWAP_SERIAL, allocator(profile)["swap_mb"],
+                      throttle)
+    try:
+        guest.create_disk(swap)
+        res = guest.boot(image.bzimage, exec_cmd=guest_command(profile, out),
+                         console_path=out / "console.log",
+                         deadline_s=DEADLINE_S * kernel.SLOWDOWN[image.flavour],
+                         ram_mb=profile.guest_ram_mb, cpus=profile.cpus, accel=accel,
+                         rwdirs=[out], disks=[swap], append=kernel.BOOT_ARGS[image.flavour])
+        if res.returncode != 0:
+            raise GuestError(f"the max-rate allocator exited with status {res.returncode} "
+                             f"(console: {out / 'console.log'})", guest.tail(res.console))
+        return parse_samples((out / SAMPLES_FILE).read_text())
+    finally:
+        shutil.rmtree(disks, ignore_errors=True)
+
+
+def measure(out: Path, profile: Profile, image: kernel.KernelImage, accel: str,
+            limits: dict, disks: Path) -> dict:
+    """One boot with the campaign's throttled swap disk; campaign.json's
+    `max_rate`. A guest failure is kept as the error."""
+    throttle = {"bps_write": limits["swap_bps_write"], "iops_write": limits["swap_iops_write"],
+                "bps_read": limits["swap_bps_read"], "iops_read": limits["swap_iops_read"]}
+    result: dict = {"reclaim_peak_mbps": None, "kswapd_busiest_cpu": None, "swapout_mb": None,
+                    "allocator": allocator(profile), "error": None}
+    try:
+        result.update(asdict(_boot(out / "max_rate", profile, image, accel, throttle, disks)))
+    except (GuestError, OSError, ValueError) as exc:
+        result["error"] = str(exc)
+    return result
+
+
+def _key(image: kernel.KernelImage, accel: str) -> str:
+    boot_args = " ".join(guest.accel_boot_args(accel) + kernel.BOOT_ARGS[image.flavour])
+    return (f"{image.version}|{image.flavour}|{accel}|{boot_args}|{guest._cpu_model()}|"
+            f"{CEILING_PROFILE}")
+
+
+def ceiling(image: kernel.KernelImage, accel: str, work_dir: Path) -> dict:
+    """The original kernel's peak reclaim in CEILING_PROFILE's guest with an
+    unthrottled swap disk, MB/s: the median of CEILING_BOOTS boots, cached
+    per host. {"reclaim_peak_mbps": ..., "boots": [...each boot's MaxRate...],
+    "allocator": {...}}"""
+    profile = profiles.load(CEILING_PROFILE)
+    key = _key(image, accel)
+    try:
+        cache = json.loads(CACHE.read_text())["entries"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
+        cache = {}
+    if key in cache:
+        return cache[key]
+    boots = [_boot(work_dir / f"reclaim-ceiling-{i}", profile, image, accel, {},
+                   work_dir / f"reclaim-ceiling-disk-{i}") for i in range(1, CEILING_BOOTS + 1)]
+    entry = {"reclaim_peak_mbps": statistics.median(b.reclaim_peak_mbps for b in boots),
+             "boots": [asdict(b) for b in boots], "allocator": allocator(profile)}
+    cache[key] = entry
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    CACHE.write_text(json.dumps({"entries": cache}, indent=2) + "\n")
+    return entry

@@ -1,0 +1,80 @@
+"""Reclaim under a max-rate allocator (max_rate.py), without booting a guest."""
+
+import json
+import shlex
+import subprocess
+
+import pytest
+
+from pmr_testbed import max_rate, profiles, swap_bandwidth
+
+
+def _line(t: float, write_sectors: int, utime: int, stime: int) -> str:
+    stat = [0] * 17
+    stat[6] = write_sectors
+    return " ".join(str(x) for x in [t, *stat, utime, stime])
+
+
+def test_parse_samples_peak_window_and_kswapd_busiest_second():
+    # 0.5 s samples; writes at 100 MB/s from t=10 to t=12, then 300 MB/s to
+    # t=13; kswapd at 50% of a CPU, then 100%
+    lines, sectors, ticks = [], 0, 0
+    t = 10.0
+    while t <= 14.0 + 1e-9:
+        lines.append(_line(round(t, 1), sectors, ticks, 0))
+        rate = 100 if t < 12 else 300 if t < 13 else 0
+        sectors += int(rate * 2**20 / 512 / 2)
+        ticks += 25 if t < 12 else 50 if t < 13 else 0
+        t += 0.5
+    lines.append("17.0 1 2")   # cut off when the sampler was killed
+    got = max_rate.parse_samples("\n".join(lines))
+    assert got.reclaim_peak_mbps == pytest.approx(300.0, rel=0.01)
+    assert got.kswapd_busiest_cpu == pytest.approx(1.0)
+    assert got.swapout_mb == pytest.approx(500.0, rel=0.01)
+
+
+@pytest.mark.parametrize("text", ["", "garbage", _line(1.0, 0, 0, 0)])
+def test_parse_samples_refuses_too_few(text):
+    with pytest.raises(ValueError, match="nothing to measure"):
+        max_rate.parse_samples(text)
+
+
+def test_window_deltas_interpolate_at_whole_seconds():
+    assert max_rate.window_deltas([0.5, 1.5, 2.5, 3.5], [0, 10, 30, 30]) == [
+        pytest.approx(15.0), pytest.approx(10.0)]
+
+
+def test_guest_command_swaps_on_the_disk_sets_original_and_parses(tmp_path):
+    p = profiles.load("pixel6pro")
+    cmd = max_rate.guest_command(p, tmp_path)
+    argv = shlex.split(cmd)
+    assert argv[:2] == ["bash", "-c"] and len(argv) == 3
+    script = argv[2]
+    wm = p.watermarks()
+    for part in ("swapon /dev/$dev", "echo n > /sys/kernel/mm/lru_gen/enabled",
+                 f"echo {wm['min_free_kbytes']} > /proc/sys/vm/min_free_kbytes",
+                 "--vm-keep", "--vm-method write64", f"--vm {max_rate.WORKERS}",
+                 str(tmp_path / max_rate.SAMPLES_FILE)):
+        assert part in script, part
+    job = max_rate.allocator(p)
+    assert f"--vm-bytes {job['bytes_mb'] // max_rate.WORKERS}m" in script
+    # more than RAM, less than RAM and swap: it swaps, never OOMs
+    assert p.guest_ram_mb < job["bytes_mb"] < p.guest_ram_mb + job["swap_mb"]
+    assert subprocess.run(["bash", "-n", "-c", script], capture_output=True).returncode == 0
+
+
+def test_fio_4k_iops_is_read_from_the_second_job():
+    two = json.dumps({"jobs": [{"write": {"bw_bytes": 2**20, "iops": 1.0}},
+                               {"write": {"bw_bytes": 4096, "iops": 25000.5}}]})
+    assert swap_bandwidth.parse_fio_4k_iops(two) == 25000.5
+    one = json.dumps({"jobs": [{"write": {"bw_bytes": 2**20, "iops": 1.0}}]})
+    assert swap_bandwidth.parse_fio_4k_iops(one) is None
+    with pytest.raises(ValueError, match="4 KiB"):
+        swap_bandwidth.parse_fio_4k_iops("{}")
+
+
+def test_guest_fio_command_runs_both_jobs(tmp_path):
+    cmd = swap_bandwidth.guest_command("pmrswap", tmp_path / "fio.json")
+    for option in ("--name=swap-write", "--name=swap-randwrite-4k", "--rw=randwrite",
+                   "--bs=4k", "--stonewall=1"):
+        assert option in cmd
