@@ -1,7 +1,9 @@
 """Whether the scenario's apps fit the guest: the kills no scheme can avoid.
 
-Every app's heap grows to its whole anonymous footprint (`anon_mb` in
-spec.json, already scaled to the guest) and keeps it until the app dies:
+Every app's heap grows to its start-up footprint (`anon_mb` in spec.json,
+already scaled to the guest) and keeps it until the app dies (what it grows
+by while used, up to `peak_anon_mb`, depends on how long it is used and is
+left out: it can only raise the bound):
 the app model rewrites pages within the heap, never frees them. The guest
 has MemTotal of RAM and SwapTotal of swap (run.json). Once every app has
 launched and grown (on `paper` and `smoke`, within the first round), the

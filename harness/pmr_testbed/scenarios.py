@@ -1,7 +1,9 @@
 """Scenarios (scenarios/*.toml): which apps, how big, and how they are switched.
 
-Sizes are phone-scale MB (spec.py scales them to the guest); times are guest
-milliseconds; `init_work_ms` is CPU work in host-native milliseconds.
+Sizes are phone-scale MB and growth rates phone-scale MB/s (spec.py scales
+them to the guest); times are guest milliseconds; `init_work_ms` and
+`resume_work_ms` are CPU work in guest milliseconds (the apps' CPU loop is
+calibrated at the guest's own speed, dilation.py's guest_work_iters_per_ms).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from .tomlfile import positive, require
 APP_KEYS = {
     "name", "processes", "anon_mb", "file_mb", "launch_fraction", "working_set_fraction",
     "init_work_ms", "growth_ms", "fg_period_ms", "fg_churn_mb", "bg_touch", "adj_class",
+    "launch_threads", "resume_work_ms", "peak_anon_mb", "fg_growth_mb_per_s",
 }
+MAX_LAUNCH_THREADS = 16   # as the runtime's spec.rs
 ADJ_CLASSES = {"cached", "perceptible", "service", "persistent"}
 SCENARIO_KEYS = {"name", "description", "rounds", "dwell_ms", "launch_gap_ms", "settle_ms",
                  "deadline_s", "defaults", "system", "foreground", "background"}
@@ -37,6 +41,10 @@ class App:
     fg_churn_mb: float
     bg_touch: dict | None
     adj_class: str
+    launch_threads: int = 1
+    resume_work_ms: float = 0.0
+    peak_anon_mb: float | None = None    # None: anon_mb (no growth while used)
+    fg_growth_mb_per_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -90,10 +98,18 @@ def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
     adj_class = t.get("adj_class", "cached")
     if adj_class not in ADJ_CLASSES:
         raise UserError(f"{where}: adj_class {adj_class!r} must be one of {sorted(ADJ_CLASSES)}")
+    launch_threads = int(positive(t, "launch_threads", where)) if "launch_threads" in t else 1
+    if launch_threads > MAX_LAUNCH_THREADS:
+        raise UserError(f"{where}: `launch_threads` must be 1..{MAX_LAUNCH_THREADS}, "
+                        f"got {launch_threads}")
+    anon_mb = positive(t, "anon_mb", where)
+    peak = positive(t, "peak_anon_mb", where) if "peak_anon_mb" in t else None
+    if peak is not None and peak < anon_mb:
+        raise UserError(f"{where}: `peak_anon_mb` ({peak}) must be >= anon_mb ({anon_mb})")
     return App(
         name=name, role=role,
         processes=int(positive(t, "processes", where)),
-        anon_mb=positive(t, "anon_mb", where),
+        anon_mb=anon_mb,
         file_mb=positive(t, "file_mb", where, allow_zero=True),
         launch_fraction=_fraction(t, "launch_fraction", where),
         working_set_fraction=_fraction(t, "working_set_fraction", where),
@@ -103,6 +119,12 @@ def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
         fg_churn_mb=t.get("fg_churn_mb", 0),
         bg_touch=bg_touch,
         adj_class=adj_class,
+        launch_threads=launch_threads,
+        resume_work_ms=(positive(t, "resume_work_ms", where, allow_zero=True)
+                        if "resume_work_ms" in t else 0.0),
+        peak_anon_mb=peak,
+        fg_growth_mb_per_s=(positive(t, "fg_growth_mb_per_s", where, allow_zero=True)
+                            if "fg_growth_mb_per_s" in t else 0.0),
     )
 
 

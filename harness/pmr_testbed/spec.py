@@ -49,6 +49,10 @@ def app_spec(app: App, profile: Profile) -> dict:
             "mb": profile.scale_mb(app.bg_touch["mb"]),
         },
         "adj_class": app.adj_class,
+        "launch_threads": app.launch_threads,
+        "resume_work_ms": app.resume_work_ms,
+        "peak_anon_mb": None if app.peak_anon_mb is None else profile.scale_mb(app.peak_anon_mb),
+        "fg_growth_mb_per_s": round(app.fg_growth_mb_per_s * profile.scale, 3),
     }
 
 

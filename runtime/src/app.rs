@@ -10,14 +10,21 @@
 //! - files: its share of the app's files on the data disk, mapped
 //!   read-only; reading page `i` reads (and checks) its first word.
 //! - cold launch: map and read all its files, run the fixed CPU loop for
-//!   `init_work_ms`, fill the first `launch_fraction` of the heap. After
-//!   `ready`, an activity thread fills the rest of the heap in steps of
-//!   `GROWTH_STEP` over `growth_ms`.
-//! - hot launch: touch (read, check, write back) the first
-//!   `working_set_fraction` of the heap and read that fraction of the files.
+//!   `init_work_ms`, fill the first `launch_fraction` of the heap from
+//!   `launch_threads` threads at once, each a contiguous share (ART's heap,
+//!   class loading and render threads all allocate while an app starts).
+//!   After `ready`, an activity thread fills the rest of the heap in steps
+//!   of `GROWTH_STEP` over `growth_ms`: the start-up footprint.
+//! - hot launch: run the CPU loop for `resume_work_ms` (the activity's
+//!   resume and first frame), then touch (read, check, write back) the first
+//!   `working_set_fraction` of the start-up footprint and read that
+//!   fraction of the files.
 //! - foreground: every `fg_period_ms`, the same touch plus rewriting
 //!   `fg_churn_mb` of the heap with new content (next generation), at a
-//!   cursor that rotates over the filled heap.
+//!   cursor that rotates over the filled heap; once the start-up growth is
+//!   done, the heap also grows by `fg_growth_mb_per_s` (feeds, media and
+//!   caches loaded while the app is used) up to `peak_anon_mb`. A
+//!   relaunched app starts from its launch footprint again.
 //! - background: idle, or with `bg_touch` touch `mb` of the heap every
 //!   `period_ms` at another rotating cursor.
 //!
@@ -50,8 +57,15 @@ pub struct ProcessModel {
     pub app: String,
     pub label: String,
     pub salt: u64,
+    /// The start-up footprint.
     pub heap_pages: usize,
+    /// The most the heap grows to while used (>= heap_pages).
+    pub peak_pages: usize,
+    /// Pages the heap grows by per second in the foreground, past heap_pages.
+    pub fg_growth_pages_per_s: f64,
     pub launch_pages: usize,
+    pub launch_threads: usize,
+    pub resume_iters: u64,
     pub ws_fraction: f64,
     pub churn_pages: usize,
     pub fg_period: Duration,
@@ -70,7 +84,11 @@ impl ProcessModel {
             label: format!("{}[{index}]", app.name),
             salt: pattern::salt(&app.name, index),
             heap_pages,
+            peak_pages: pages_of_mb(app.peak_anon_mb() / share).max(heap_pages),
+            fg_growth_pages_per_s: app.fg_growth_mb_per_s / share * pages_of_mb(1.0) as f64,
             launch_pages: fraction_of(heap_pages, app.launch_fraction),
+            launch_threads: app.launch_threads.max(1) as usize,
+            resume_iters: (app.resume_work_ms * spec.work_iters_per_ms) as u64,
             ws_fraction: app.working_set_fraction,
             churn_pages: pages_of_mb(app.fg_churn_mb / share),
             fg_period: ms(app.fg_period_ms),
@@ -83,6 +101,18 @@ impl ProcessModel {
             files: app_files::process_files(app, index),
         }
     }
+}
+
+/// The heap's size after one foreground period of use growth, and the
+/// fraction of a page still owed: `owed` pages are due (whole ones added,
+/// the rest carried over), never past the peak footprint.
+pub fn use_growth(m: &ProcessModel, filled: usize, owed: f64) -> (usize, f64) {
+    if filled >= m.peak_pages {
+        return (filled, 0.0);
+    }
+    let whole = owed.floor();
+    let pages = (filled + whole as usize).min(m.peak_pages);
+    (pages, owed - whole)
 }
 
 fn fraction_of(pages: usize, fraction: f64) -> usize {
@@ -118,12 +148,32 @@ impl Heap {
     }
 
     fn fill_to(&self, pages: usize) {
+        self.fill_range(self.filled(), pages);
+        self.filled.fetch_max(pages, Ordering::Release);
+    }
+
+    /// fill_to() with the new pages split into `threads` contiguous shares,
+    /// each written by a thread of its own.
+    fn fill_to_parallel(&self, pages: usize, threads: usize) {
         let from = self.filled();
-        for page in from..pages {
+        let threads = threads.clamp(1, pages.saturating_sub(from).max(1));
+        if threads == 1 {
+            return self.fill_to(pages);
+        }
+        let share = (pages - from).div_ceil(threads);
+        std::thread::scope(|s| {
+            for start in (from..pages).step_by(share) {
+                s.spawn(move || self.fill_range(start, (start + share).min(pages)));
+            }
+        });
+        self.filled.fetch_max(pages, Ordering::Release);
+    }
+
+    fn fill_range(&self, from: usize, to: usize) {
+        for page in from..to {
             self.words()[page * WORDS_PER_PAGE]
                 .store(pattern::word(self.salt, page, 0), Ordering::Relaxed);
         }
-        self.filled.fetch_max(pages, Ordering::Release);
     }
 
     /// Read and check `page`'s word, then store `new(found)`.
@@ -214,12 +264,12 @@ impl Process {
         cpu_work(model.init_iters);
         meter.step("init");
         let heap = Heap {
-            region: AnonRegion::new(model.heap_pages * PAGE_SIZE)?,
+            region: AnonRegion::new(model.peak_pages * PAGE_SIZE)?,
             salt: model.salt,
             filled: AtomicUsize::new(0),
             label: model.label.clone(),
         };
-        heap.fill_to(model.launch_pages);
+        heap.fill_to_parallel(model.launch_pages, model.launch_threads);
         meter.step("heap");
         let process = Process {
             model,
@@ -245,9 +295,13 @@ impl Process {
             .read(fraction_of(self.files.pages(), self.model.ws_fraction))
     }
 
-    /// A hot launch: the working set touched; what it cost.
+    /// A hot launch: the resume work, then the working set touched; what it cost.
     fn hot_launch(&self) -> Result<Costs> {
         let mut meter = CostMeter::start();
+        if self.model.resume_iters > 0 {
+            cpu_work(self.model.resume_iters);
+            meter.step("resume");
+        }
         self.touch_heap_working_set()?;
         meter.step("heap");
         self.read_files_working_set()?;
@@ -273,6 +327,8 @@ impl Process {
         let mut grown = 0;
         let (mut seen_mode, mut next_tick) = (u64::MAX, start);
         let (mut churn_cursor, mut bg_cursor, mut generation) = (0, 0, 0u8);
+        // foreground growth owed but not yet a whole page
+        let mut growth_owed = 0.0;
         loop {
             let now = Instant::now();
             let mut wake = now + ACTIVITY_TICK;
@@ -302,6 +358,15 @@ impl Process {
                     // A period that overran is not made up for.
                     while next_tick <= now {
                         next_tick += period;
+                    }
+                    if foreground && grown >= steps {
+                        let (pages, owed) = use_growth(
+                            m,
+                            self.heap.filled(),
+                            growth_owed + m.fg_growth_pages_per_s * period.as_secs_f64(),
+                        );
+                        growth_owed = owed;
+                        self.heap.fill_to(pages);
                     }
                     let filled = self.heap.filled();
                     if foreground {
@@ -409,6 +474,54 @@ mod tests {
         assert_ne!(m.salt, ProcessModel::new(&spec, youtube, 0).salt);
         let whatsapp = ProcessModel::new(&spec, spec.app("whatsapp").unwrap(), 0);
         assert_eq!(whatsapp.bg_touch, Some((Duration::from_secs(1), 512)));
+    }
+
+    #[test]
+    fn levers_scale_per_process() {
+        let spec = fixture();
+        let mut youtube = spec.app("youtube").unwrap().clone(); // 2 processes, 100 MB
+        youtube.peak_anon_mb = Some(160.0);
+        youtube.fg_growth_mb_per_s = 4.0;
+        youtube.launch_threads = 3;
+        youtube.resume_work_ms = 10.0;
+        let m = ProcessModel::new(&spec, &youtube, 0);
+        assert_eq!(m.peak_pages, 80 * 256);
+        assert_eq!(m.fg_growth_pages_per_s, 2.0 * 256.0);
+        assert_eq!(m.launch_threads, 3);
+        assert_eq!(m.resume_iters, (10.0 * 123456.0) as u64);
+        // without the levers: no growth past the start-up footprint
+        let plain = ProcessModel::new(&spec, spec.app("youtube").unwrap(), 0);
+        assert_eq!(plain.peak_pages, plain.heap_pages);
+        assert_eq!(plain.resume_iters, 0);
+    }
+
+    #[test]
+    fn use_growth_carries_fractions_and_stops_at_the_peak() {
+        let spec = fixture();
+        let mut m = ProcessModel::new(&spec, spec.app("chrome").unwrap(), 0);
+        m.heap_pages = 100;
+        m.peak_pages = 110;
+        assert_eq!(use_growth(&m, 100, 2.5), (102, 0.5));
+        assert_eq!(use_growth(&m, 102, 0.75), (102, 0.75));
+        assert_eq!(use_growth(&m, 108, 5.0), (110, 0.0));
+        assert_eq!(use_growth(&m, 110, 5.0), (110, 0.0), "nothing owed at the peak");
+    }
+
+    #[test]
+    fn parallel_fill_writes_every_page_once() {
+        let heap = Heap {
+            region: AnonRegion::new(103 * PAGE_SIZE).unwrap(),
+            salt: 11,
+            filled: AtomicUsize::new(0),
+            label: "t[0]".into(),
+        };
+        heap.fill_to(5);
+        heap.fill_to_parallel(103, 4);
+        assert_eq!(heap.filled(), 103);
+        heap.touch(0..103).unwrap();
+        // more threads than pages, and nothing to fill
+        heap.fill_to_parallel(103, 16);
+        assert_eq!(heap.filled(), 103);
     }
 
     #[test]

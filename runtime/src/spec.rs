@@ -177,6 +177,9 @@ impl LmkdConfig {
 }
 
 mod defaults {
+    pub fn launch_threads() -> u32 {
+        1
+    }
     pub fn poll_long_ms() -> f64 {
         100.0
     }
@@ -228,7 +231,29 @@ pub struct AppSpec {
     pub fg_churn_mb: f64,
     pub bg_touch: Option<BgTouch>,
     pub adj_class: AdjClass,
+    /// Threads that fill the heap during a cold launch (ART's heap, class
+    /// loading and render threads).
+    #[serde(default = "defaults::launch_threads")]
+    pub launch_threads: u32,
+    /// CPU work of a hot launch (resume, first frame), guest ms.
+    #[serde(default)]
+    pub resume_work_ms: f64,
+    /// The most the heap grows to while the app is used; `anon_mb` if absent.
+    #[serde(default)]
+    pub peak_anon_mb: Option<f64>,
+    /// How fast the heap grows beyond `anon_mb` while in the foreground.
+    #[serde(default)]
+    pub fg_growth_mb_per_s: f64,
 }
+
+impl AppSpec {
+    pub fn peak_anon_mb(&self) -> f64 {
+        self.peak_anon_mb.unwrap_or(self.anon_mb)
+    }
+}
+
+/// Most threads a cold launch may fill its heap with.
+pub const MAX_LAUNCH_THREADS: u32 = 16;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -377,9 +402,21 @@ impl Spec {
                 ("init_work_ms", a.init_work_ms),
                 ("growth_ms", a.growth_ms),
                 ("fg_churn_mb", a.fg_churn_mb),
+                ("resume_work_ms", a.resume_work_ms),
+                ("fg_growth_mb_per_s", a.fg_growth_mb_per_s),
             ] {
                 ensure!(non_negative(v), "{} must be >= 0", ctx(field));
             }
+            ensure!(
+                (1..=MAX_LAUNCH_THREADS).contains(&a.launch_threads),
+                "{} must be 1..={MAX_LAUNCH_THREADS}",
+                ctx("launch_threads")
+            );
+            ensure!(
+                a.peak_anon_mb() >= a.anon_mb,
+                "{} must be >= anon_mb",
+                ctx("peak_anon_mb")
+            );
             ensure!(a.fg_period_ms > 0.0, "{} must be > 0", ctx("fg_period_ms"));
             for (field, v) in [
                 ("launch_fraction", a.launch_fraction),
@@ -493,6 +530,22 @@ mod tests {
     }
 
     #[test]
+    fn app_levers_default_to_the_plain_model() {
+        let spec = Spec::parse(FIXTURE).unwrap();
+        let chrome = spec.app("chrome").unwrap();
+        assert_eq!(chrome.launch_threads, 1);
+        assert_eq!(chrome.resume_work_ms, 0.0);
+        assert_eq!(chrome.fg_growth_mb_per_s, 0.0);
+        assert_eq!(chrome.peak_anon_mb(), chrome.anon_mb);
+        let mut v = fixture_value();
+        v["apps"][0]["peak_anon_mb"] = 180.0.into();
+        v["apps"][0]["launch_threads"] = 3.into();
+        let spec = parse_value(&v).unwrap();
+        assert_eq!(spec.apps[0].peak_anon_mb(), 180.0);
+        assert_eq!(spec.apps[0].launch_threads, 3);
+    }
+
+    #[test]
     fn rejects_malformed_json() {
         let err = Spec::parse("{\"run_id\": \"x\",").unwrap_err();
         assert!(err.to_string().contains("EOF"), "{err}");
@@ -554,6 +607,15 @@ mod tests {
             }),
             ("must be [A-Za-z0-9_.-]+", |v| {
                 v["apps"][0]["name"] = "../x".into()
+            }),
+            ("launch_threads must be 1..=16", |v| {
+                v["apps"][0]["launch_threads"] = 0.into()
+            }),
+            ("peak_anon_mb must be >= anon_mb", |v| {
+                v["apps"][0]["peak_anon_mb"] = 10.0.into()
+            }),
+            ("resume_work_ms must be >= 0", |v| {
+                v["apps"][0]["resume_work_ms"] = (-1.0).into()
             }),
         ];
         for (needle, mutate) in cases {
