@@ -263,3 +263,36 @@ def test_kshrinkd_nice_only_lowers_kshrinkd():
     assert schemes.resolve("pmr+kshrinkd-nice", prof).kthreads == \
         schemes.resolve("pmr", prof).kthreads + [nice]
     assert schemes.resolve("pmr+kshrinkd-nice", prof).knobs == schemes.resolve("pmr", prof).knobs
+
+
+def test_app_levers_parse_scale_and_validate(tmp_path):
+    s = _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 600\n'
+                  "launch_threads = 3\nresume_work_ms = 150\npeak_anon_mb = 1200\n"
+                  "fg_growth_mb_per_s = 30\n")
+    a = s.foreground[0]
+    assert (a.launch_threads, a.resume_work_ms, a.peak_anon_mb, a.fg_growth_mb_per_s) == (
+        3, 150, 1200, 30)
+    prof = profiles.load("pixel6pro")
+    got = spec.app_spec(a, prof)
+    assert got["peak_anon_mb"] == round(1200 * prof.scale)
+    assert got["fg_growth_mb_per_s"] == pytest.approx(30 * prof.scale, abs=1e-3)
+    assert (got["launch_threads"], got["resume_work_ms"]) == (3, 150)
+    plain = _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 600\n')
+    p = plain.foreground[0]
+    assert (p.launch_threads, p.resume_work_ms, p.peak_anon_mb, p.fg_growth_mb_per_s) == (
+        1, 0.0, None, 0.0)
+    assert spec.app_spec(p, prof)["peak_anon_mb"] is None
+    for bad, msg in (("peak_anon_mb = 100", "must be >= anon_mb"),
+                     ("launch_threads = 17", "must be 1..16"),
+                     ("launch_threads = 0", "must be > 0"),
+                     ("fg_growth_mb_per_s = -1", "must be >= 0")):
+        with pytest.raises(UserError, match=msg):
+            _scenario(tmp_path, BASE + f'[[foreground]]\nname = "a"\nanon_mb = 600\n{bad}\n')
+
+
+def test_paper_scenario_levers_stay_within_the_phones_footprints():
+    s = scenarios.load("paper")
+    for a in s.foreground:
+        assert a.peak_anon_mb is not None and a.anon_mb < a.peak_anon_mb <= 2 * a.anon_mb
+        assert 0 < a.resume_work_ms < a.init_work_ms
+    assert all(a.launch_threads == 3 for a in s.apps)
