@@ -6,9 +6,13 @@ app switching: reclaim itself is the bottleneck, not the apps' demand).
 One guest boot, like a campaign's runs (same kernel, boot arguments, RAM,
 CPUs), with the original scheme's knobs (the classic LRU), the profile's
 watermarks, and a swap disk of SWAP_FACTOR x RAM so that the run never
-fills it. `stress-ng --vm WORKERS --vm-keep --vm-method write64` writes
-ALLOC_FACTOR x RAM over and over, as memtester does: every pass
-swaps out what the last one wrote. A shell loop samples the swap disk's
+fills it. `pmr-guest alloc` (runtime/src/max_rate.rs) keeps ALLOC_FACTOR
+x RAM of fresh anonymous memory turning over from WORKERS threads, one
+word written per page, the oldest unmapped as the newest is mapped: once
+RAM is full every new page needs one reclaimed, and nothing is read back
+from swap (memtester's method without its reads: stress-ng's vm stressor
+writes every word of a page and, under TCG, fills RAM too slowly to swap
+within a minute). A shell loop samples the swap disk's
 write sectors and kswapd0's CPU ticks every SAMPLE_S; the peak is the
 largest 1-s window of swap writes (the paper's and metrics.py's definition
 of reclaim throughput), kswapd's busiest second the largest 1-s growth of
@@ -48,15 +52,23 @@ from .errors import GuestError
 from .profiles import Profile
 
 WORKERS = 2
-# stress-ng's buffers as a share of the guest's RAM, and the swap disk
-ALLOC_FACTOR = 1.4
+# the allocator's memory as a share of the guest's RAM, and the swap disk
+ALLOC_FACTOR = 1.3
 SWAP_FACTOR = 1.5
-STRESS_S = 20
-SAMPLE_S = 0.1
+# Under TCG page faults are ~16x slower than on the host: filling RAM takes
+# the first ~15-25 s, the rest swaps.
+STRESS_S = 45
+# the ceiling run: memory held, then taken by memory.reclaim (shares of RAM)
+HOLD_FACTOR = 0.75
+RECLAIM_FACTOR = 0.5
+HOLD_S = 120
+SAMPLE_S = 0.2
 CEILING_BOOTS = 3
 CEILING_PROFILE = "pixel6pro"
+MIN_CEILING_MBPS = 5.0
 DEADLINE_S = 150
 SAMPLES_FILE = "samples.txt"
+SCRIPT_FILE = "guest.sh"
 CACHE = paths.BUILD_DIR / "reclaim_ceiling.json"
 SECTOR_BYTES = 512
 MB = 2**20
@@ -71,37 +83,65 @@ class MaxRate:
 
 
 def allocator(profile: Profile) -> dict:
-    """The stress-ng job, as campaign.json records it."""
-    return {"tool": "stress-ng", "workers": WORKERS, "method": "write64", "keep": True,
+    """The allocator's job, as campaign.json records it."""
+    return {"tool": "pmr-guest alloc", "workers": WORKERS,
             "bytes_mb": int(profile.guest_ram_mb * ALLOC_FACTOR), "seconds": STRESS_S,
             "swap_mb": int(profile.guest_ram_mb * SWAP_FACTOR)}
 
 
-def guest_command(profile: Profile, out: Path) -> str:
-    """The guest's shell command: swap on the disk found by serial, the
-    original scheme's knobs and the profile's watermarks, the sampler in
-    the background and stress-ng in front."""
-    job = allocator(profile)
-    per_worker = job["bytes_mb"] // WORKERS
+def _prologue(profile: Profile, out: Path) -> str:
+    """Swap on the disk found by serial, the original scheme's knobs and the
+    profile's watermarks; $dev is the disk, $sampler_cmd the sampler."""
     knobs = [(k["path"], k["value"]) for k in schemes.load("original").knobs]
     knobs += [(f"/proc/sys/vm/{k}", str(v)) for k, v in profile.watermarks().items()]
     writes = "; ".join(f"echo {shlex.quote(v)} > {shlex.quote(p)}" for p, v in knobs)
     samples = shlex.quote(str(out / SAMPLES_FILE))
-    script = (
+    return (
         "set -e; dev=; for d in /sys/block/vd*; do "
         f'[ "$(cat "$d/serial" 2>/dev/null)" = {spec.SWAP_SERIAL} ] && dev=${{d##*/}}; done; '
         f'[ -n "$dev" ] || {{ echo "pmr-max-rate: no disk {spec.SWAP_SERIAL}" >&2; exit 1; }}; '
         'mkswap -q /dev/$dev >/dev/null; swapon /dev/$dev; '
         f"{writes}; "
         "kp=$(pgrep -x kswapd0); "
-        "( while :; do read -r up _ < /proc/uptime; read -r st < /sys/block/$dev/stat; "
-        "set -- $(cat /proc/$kp/stat); echo \"$up ${st} ${14} ${15}\"; "
-        f"sleep {SAMPLE_S}; done ) > {samples} & sampler=$!; "
-        f"stress-ng --vm {WORKERS} --vm-bytes {per_worker}m --vm-keep --vm-method write64 "
-        f"--timeout {STRESS_S}s --temp-path /tmp --quiet; "
+        "sample() { while :; do read -r up _ < /proc/uptime; read -r st < /sys/block/$dev/stat; "
+        "read -r -a ks < /proc/$kp/stat; echo \"$up ${st} ${ks[13]} ${ks[14]}\"; "
+        f"sleep {SAMPLE_S}; done > {samples}; }}; "
+    )
+
+
+def guest_command(profile: Profile, out: Path) -> str:
+    """The max-rate run's script: the sampler in the background and the
+    allocator, turning its memory over, in front."""
+    job = allocator(profile)
+    script = _prologue(profile, out) + (
+        "sample & sampler=$!; "
+        f"{paths.RUNTIME_BIN} alloc --mb {job['bytes_mb']} --threads {WORKERS} "
+        f"--seconds {STRESS_S}; "
         "kill $sampler; wait $sampler 2>/dev/null || true"
     )
-    return "bash -c " + shlex.quote(script)
+    return script
+
+
+def ceiling_command(profile: Profile, out: Path) -> str:
+    """The ceiling run's script: the allocator fills and holds HOLD_FACTOR x RAM in a
+    cgroup of its own, then memory.reclaim takes RECLAIM_FACTOR x RAM from
+    it with nothing else running, the sampler beside it."""
+    hold_mb = int(profile.guest_ram_mb * HOLD_FACTOR)
+    reclaim_mb = int(profile.guest_ram_mb * RECLAIM_FACTOR)
+    cg = "/sys/fs/cgroup"
+    script = _prologue(profile, out) + (
+        f"mountpoint -q {cg} || mount -t cgroup2 none {cg}; "
+        f"echo +memory > {cg}/cgroup.subtree_control; mkdir -p {cg}/ceiling; "
+        f"echo $$ > {cg}/ceiling/cgroup.procs; "
+        f"{paths.RUNTIME_BIN} alloc --mb {hold_mb} --threads {WORKERS} --seconds {HOLD_S} "
+        "--hold > /dev/null & holder=$!; "
+        f"while [ $(cat {cg}/ceiling/memory.current) -lt {hold_mb * 95 // 100 * 2**20} ]; "
+        "do sleep 0.5; done; "
+        "sample & sampler=$!; sleep 1; "
+        f"echo {reclaim_mb}M > {cg}/ceiling/memory.reclaim || true; sleep 1; "
+        "kill $sampler $holder; wait 2>/dev/null || true"
+    )
+    return script
 
 
 def parse_samples(text: str) -> MaxRate:
@@ -142,13 +182,16 @@ def window_deltas(t: list[float], values: list[int]) -> list[float]:
 
 
 def _boot(out: Path, profile: Profile, image: kernel.KernelImage, accel: str,
-          throttle: dict, disks: Path) -> MaxRate:
+          throttle: dict, disks: Path, command=guest_command) -> MaxRate:
     out.mkdir(parents=True, exist_ok=True)
     swap = guest.Disk(disks / "swap.img", spec.SWAP_SERIAL, allocator(profile)["swap_mb"],
                       throttle)
     try:
         guest.create_disk(swap)
-        res = guest.boot(image.bzimage, exec_cmd=guest_command(profile, out),
+        # a file, not the command line: the kernel's holds 2048 bytes
+        script = out / SCRIPT_FILE
+        script.write_text(command(profile, out) + "\n")
+        res = guest.boot(image.bzimage, exec_cmd=f"bash {shlex.quote(str(script))}",
                          console_path=out / "console.log",
                          deadline_s=DEADLINE_S * kernel.SLOWDOWN[image.flavour],
                          ram_mb=profile.guest_ram_mb, cpus=profile.cpus, accel=accel,
@@ -196,8 +239,15 @@ def ceiling(image: kernel.KernelImage, accel: str, work_dir: Path) -> dict:
     if key in cache:
         return cache[key]
     boots = [_boot(work_dir / f"reclaim-ceiling-{i}", profile, image, accel, {},
-                   work_dir / f"reclaim-ceiling-disk-{i}") for i in range(1, CEILING_BOOTS + 1)]
-    entry = {"reclaim_peak_mbps": statistics.median(b.reclaim_peak_mbps for b in boots),
+                   work_dir / f"reclaim-ceiling-disk-{i}", ceiling_command)
+             for i in range(1, CEILING_BOOTS + 1)]
+    peak = statistics.median(b.reclaim_peak_mbps for b in boots)
+    if peak < MIN_CEILING_MBPS:
+        # an unthrottled disk from a ceiling of 0 would be a silent error
+        raise GuestError(f"the max-rate allocator swapped out at most {peak} MB/s in "
+                         f"{work_dir}/reclaim-ceiling-*: no reclaim ceiling to calibrate "
+                         "the flash with", "")
+    entry = {"reclaim_peak_mbps": peak,
              "boots": [asdict(b) for b in boots], "allocator": allocator(profile)}
     cache[key] = entry
     CACHE.parent.mkdir(parents=True, exist_ok=True)

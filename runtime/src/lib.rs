@@ -32,6 +32,7 @@ pub mod knob_toggler;
 pub mod kthread_sched;
 pub mod launch_cost;
 pub mod lmkd;
+pub mod max_rate;
 pub mod memcg_lifetime;
 pub mod memcg_stat;
 pub mod memory;

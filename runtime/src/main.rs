@@ -1,9 +1,9 @@
-//! The `pmr-guest` command line: `run`, `app`, `app-files`, `reliability`, `checker` and
-//! `bench`.
+//! The `pmr-guest` command line: `run`, `app`, `app-files`, `reliability`, `checker`,
+//! `bench` and `alloc`.
 
 use clap::{Parser, Subcommand};
 use pmr_guest::spec::Spec;
-use pmr_guest::{app, bench, checker, reliability, run, setup};
+use pmr_guest::{app, bench, checker, max_rate, reliability, run, setup};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -76,6 +76,20 @@ enum Cmd {
         #[arg(long, default_value_t = 7)]
         rounds: usize,
     },
+    /// Max-rate allocator (max_rate.rs): keeps MB of fresh anonymous memory
+    /// turning over for SECONDS (or, with --hold, fills it once and holds
+    /// it); prints {"pages": .., "seconds": .., "mbps": ..}.
+    Alloc {
+        #[arg(long)]
+        mb: usize,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        #[arg(long)]
+        seconds: f64,
+        /// Fill MB once, then hold it until SECONDS have passed.
+        #[arg(long)]
+        hold: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -107,6 +121,21 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("pmr-guest {label}: error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+        Cmd::Alloc {
+            mb,
+            threads,
+            seconds,
+            hold,
+        } => match max_rate::run(mb, threads, seconds, hold) {
+            Ok(line) => {
+                println!("{line}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("pmr-guest: error: {e:#}");
                 ExitCode::from(1)
             }
         },

@@ -1,7 +1,6 @@
 """Reclaim under a max-rate allocator (max_rate.py), without booting a guest."""
 
 import json
-import shlex
 import subprocess
 
 import pytest
@@ -46,18 +45,15 @@ def test_window_deltas_interpolate_at_whole_seconds():
 
 def test_guest_command_swaps_on_the_disk_sets_original_and_parses(tmp_path):
     p = profiles.load("pixel6pro")
-    cmd = max_rate.guest_command(p, tmp_path)
-    argv = shlex.split(cmd)
-    assert argv[:2] == ["bash", "-c"] and len(argv) == 3
-    script = argv[2]
+    script = max_rate.guest_command(p, tmp_path)
     wm = p.watermarks()
     for part in ("swapon /dev/$dev", "echo n > /sys/kernel/mm/lru_gen/enabled",
                  f"echo {wm['min_free_kbytes']} > /proc/sys/vm/min_free_kbytes",
-                 "--vm-keep", "--vm-method write64", f"--vm {max_rate.WORKERS}",
+                 "alloc --mb", f"--threads {max_rate.WORKERS}",
                  str(tmp_path / max_rate.SAMPLES_FILE)):
         assert part in script, part
     job = max_rate.allocator(p)
-    assert f"--vm-bytes {job['bytes_mb'] // max_rate.WORKERS}m" in script
+    assert f"--mb {job['bytes_mb']} " in script
     # more than RAM, less than RAM and swap: it swaps, never OOMs
     assert p.guest_ram_mb < job["bytes_mb"] < p.guest_ram_mb + job["swap_mb"]
     assert subprocess.run(["bash", "-n", "-c", script], capture_output=True).returncode == 0
@@ -78,3 +74,16 @@ def test_guest_fio_command_runs_both_jobs(tmp_path):
     for option in ("--name=swap-write", "--name=swap-randwrite-4k", "--rw=randwrite",
                    "--bs=4k", "--stonewall=1"):
         assert option in cmd
+
+
+def test_ceiling_command_holds_memory_in_a_cgroup_and_reclaims_it(tmp_path):
+    p = profiles.load("pixel6pro")
+    script = max_rate.ceiling_command(p, tmp_path)
+    hold = int(p.guest_ram_mb * max_rate.HOLD_FACTOR)
+    for part in (f"alloc --mb {hold} ", "--hold", "+memory", "ceiling/cgroup.procs",
+                 f"echo {int(p.guest_ram_mb * max_rate.RECLAIM_FACTOR)}M > ",
+                 "memory.reclaim", "swapon /dev/$dev"):
+        assert part in script, part
+    # held memory and swap: memory.reclaim has the room it needs
+    assert hold < p.guest_ram_mb < max_rate.allocator(p)["swap_mb"]
+    assert subprocess.run(["bash", "-n", "-c", script], capture_output=True).returncode == 0

@@ -48,8 +48,9 @@ def test_quick_plan(tmp_path):
     assert own in (1024, 4096, 16384)
     assert by_name["unit-pixel6pro"].schemes == tuple(
         f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (1024, 4096, 16384) if kb != own)
-    # only main ends with the fio boot
-    assert [c.name for c in p.campaigns if c.swap_bandwidth] == ["main"]
+    # main and devices end with the fio and max-rate boots (the regime's
+    # peak_over_fio and reclaim_limited on both profiles)
+    assert [c.name for c in p.campaigns if c.swap_bandwidth] == ["main", "devices"]
     assert by_name["main"].request(p.out, 1).swap_bandwidth
     assert not by_name["delta"].request(p.out, 1).swap_bandwidth
 
@@ -157,7 +158,7 @@ def test_estimates(tmp_path):
     for c in (c for p in plans.values() for c in p.campaigns):
         assert paper.estimate_s(c) == pytest.approx(
             paper.CAMPAIGN_OVERHEAD_S + c.runs * paper.run_seconds(c.profile, c.rounds)
-            + (paper.SWAP_BANDWIDTH_S if c.name == "main" else 0))
+            + (paper.SWAP_BANDWIDTH_S if c.name in ("main", "devices") else 0))
     # quick and full are planned to fit their 20 min and 2 h budgets (issue
     # 5); thorough has no budget and takes more than twice full's
     assert total["quick"] <= 20 * 60 and plans["quick"].target_s == 20 * 60
