@@ -1,41 +1,48 @@
-"""Reclaim under a max-rate allocator: how fast the original kernel can
-reclaim in the guest when nothing but reclaim limits it (paper §3.1.1,
-Fig. 4a, where memtester on the phone raises peak reclaim only 8.3% over
-app switching: reclaim itself is the bottleneck, not the apps' demand).
+"""How fast the original kernel reclaims in the guest: its ceiling with
+nothing else running, and its peak under a max-rate allocator (paper
+§3.1.1, Fig. 4a, where memtester on the phone raises peak reclaim only
+8.3% over app switching: reclaim itself is the bottleneck).
 
-One guest boot, like a campaign's runs (same kernel, boot arguments, RAM,
-CPUs), with the original scheme's knobs (the classic LRU), the profile's
-watermarks, and a swap disk of SWAP_FACTOR x RAM so that the run never
-fills it. `pmr-guest alloc` (runtime/src/max_rate.rs) keeps ALLOC_FACTOR
-x RAM of fresh anonymous memory turning over from WORKERS threads, one
-word written per page, the oldest unmapped as the newest is mapped: once
-RAM is full every new page needs one reclaimed, and nothing is read back
-from swap (memtester's method without its reads: stress-ng's vm stressor
-writes every word of a page and, under TCG, fills RAM too slowly to swap
-within a minute). A shell loop samples the swap disk's
-write sectors and kswapd0's CPU ticks every SAMPLE_S; the peak is the
-largest 1-s window of swap writes (the paper's and metrics.py's definition
-of reclaim throughput), kswapd's busiest second the largest 1-s growth of
-its CPU time, in CPUs.
+Each measurement is one guest boot like a campaign's runs (same kernel,
+boot arguments, RAM, CPUs) with the original scheme's knobs (the classic
+LRU), the profile's watermarks and a swap disk of SWAP_FACTOR x RAM that
+never fills; the guest's script is a file in the output directory (the
+kernel's command line holds 2048 bytes). A shell loop samples the swap
+disk's write sectors and kswapd0's CPU ticks every SAMPLE_S; the peak is
+the largest 1-s window of swap writes (the paper's and metrics.py's
+definition of reclaim throughput), kswapd's busiest second the largest
+1-s growth of its CPU time, in CPUs.
 
-Two uses:
-
-- `ceiling()`: with the swap disk unthrottled, what reclaim alone does on
-  this host, in CEILING_PROFILE's guest (the main profile's: 2 GB, 2
-  CPUs) whatever profile a campaign runs; the median of CEILING_BOOTS
-  boots, cached per (kernel, accel, boot arguments, host CPU) like the
-  dilation, so that every campaign on a host throttles its flash alike. profiles.qemu_limits()
-  scales the phone's flash by it: the guest's flash is to this ceiling as
-  the phone's flash is to the phone's peak reclaim (`[phone]
-  peak_reclaim_mbps`).
-- `measure()`: at the end of a campaign, with the campaign's throttled
-  disk, kept in campaign.json as `max_rate` for the regime report's
-  `reclaim_limited` check:
+- `ceiling()`, the reclaim ceiling: `pmr-guest alloc --hold`
+  (runtime/src/max_rate.rs) fills HOLD_FACTOR x RAM in a cgroup of its own
+  and holds it; `memory.reclaim` then takes RECLAIM_FACTOR x RAM from it
+  with nothing else running and an unthrottled disk: what one CPU of the
+  reclaim path (shrink_node, unmap, pageout) writes per second. Measured
+  in CEILING_PROFILE's guest (2 GB, 2 CPUs) whatever profile a campaign
+  runs; the median of CEILING_BOOTS boots, cached per (kernel, accel, boot
+  arguments, host CPU) like the dilation, so that every campaign on a host
+  throttles its flash alike. profiles.qemu_limits() scales the phone's
+  flash by it: the guest's flash is to this ceiling as the phone's flash
+  is to the phone's peak reclaim (`[phone] peak_reclaim_mbps`).
+- `measure()`, the max-rate run: `pmr-guest alloc` keeps ALLOC_FACTOR x
+  RAM of fresh anonymous memory turning over from WORKERS threads, one
+  word written per page, the oldest chunk unmapped as the newest is
+  mapped: once RAM is full every new page needs one reclaimed, and nothing
+  is read back from swap (memtester's method without its reads;
+  stress-ng's vm stressor writes every word of a page and, under TCG,
+  fills RAM too slowly to swap within a minute). It runs at the end of a
+  campaign with the campaign's throttled disk, kept in campaign.json as
+  `max_rate` for the regime report's `reclaim_limited` check:
 
     "max_rate": {"reclaim_peak_mbps": 97.1, "kswapd_busiest_cpu": 0.98,
                  "swapout_mb": 2210.4, "allocator": {...}, "error": null}
 
   A failed measurement is kept as the error, never as a number.
+
+Under TCG a page fault costs about what reclaiming a page does (two
+threads fault ~155 MB/s in the pixel6pro guest without pressure; one CPU
+reclaims ~145 MB/s), where on a phone a fault is tens of times cheaper:
+on 2 vCPUs the apps cannot demand much faster than one reclaimer frees.
 """
 
 from __future__ import annotations
