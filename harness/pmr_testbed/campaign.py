@@ -52,8 +52,8 @@ class CampaignRequest:
     out: Path
     flavour: str = "testbed"
     rounds: int | None = None   # overrides the scenario's rounds (quick runs, sweeps)
-    # end with the fio boot (swap_bandwidth.py) and the max-rate allocator's (max_rate.py)
-    swap_bandwidth: bool = True
+    swap_bandwidth: bool = True   # end with the fio boot (swap_bandwidth.py)
+    max_rate: bool = True   # and the max-rate allocator's (max_rate.py)
     perf_hz: int = 0  # perf in the guest at this rate (kernel_profile.py); 0: off
     resume: bool = False  # keep the runs a cut-off campaign in `out` recorded
     # recorded beside the default ones; plan() leaves them sorted, once each
@@ -179,7 +179,8 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
         campaign["swap_bandwidth"] = swap_bandwidth.measure(req.out, profile, machine,
                                                             disk_dir(req.out, "swap-bandwidth"))
         save()
-        progress("reclaim under a max-rate allocator (stress-ng in the guest)", False)
+    if req.max_rate:
+        progress("reclaim under a max-rate allocator (pmr-guest alloc in the guest)", False)
         campaign["max_rate"] = max_rate.measure(req.out, profile, image, accel, limits,
                                                 disk_dir(req.out, "max-rate"))
         save()

@@ -28,16 +28,16 @@ Three modes (MODES), each planned to a time budget on this project's 2-core
 TCG host (estimate_s, printed before anything starts):
 
   quick     ~20 min: 1 repetition (unless --reps says otherwise) of 1 round
-            per run; main runs original, pps and pmr (no mglru: it would
-            push the total over 20 min), delta 1x/3x/5x, the unit 1, 4 and
-            16 MB on pixel6pro only. Main's and the sweeps' runs then have
+            per run; main and devices run original and pmr (no mglru nor
+            pps: they would push the total over 20 min), delta 1x/3x,
+            the unit 1 and 16 MB on pixel6pro only, `floor` 1 round. Main's and the sweeps' runs then have
             the same rounds and reps, so main's pmr runs are also the
             sweeps' kernel-default points (reuse_main): delta 3x (the
             kernel's default, three times nr_to_reclaim) and the profile's
             own unit. One round means the foreground apps' first (cold)
             launches only, so quick results are indicative, not the
             paper's workload.
-  full      ~2 h, the issue's budget: main at `reps` (3 or more) x the
+  full      ~3 h: main at `reps` (3 or more) x the
             scenario's 10 rounds, every scheme (the headline ratios with
             their spread); devices 1 rep x 2 rounds (Fig. 14 beside main:
             the cold launches and the first hot round, in which main's
@@ -85,7 +85,7 @@ FLOOR_PROFILE = "pixel6pro-roomy"
 BASELINE = "original"
 # the paper's schemes first, in this order; any other scheme file follows
 PAPER_SCHEMES = ("original", "mglru", "pps", "pmr")
-QUICK_MAIN_SCHEMES = ("original", "pps", "pmr")
+QUICK_SCHEMES = ("original", "pmr")
 DEVICE_SCHEMES = ("original", "pps", "pmr")
 DELTA_KEY = "pmr_victim_target_kbytes"
 UNIT_KEY = "pmr_unmap_unit_kbytes"
@@ -105,6 +105,7 @@ class Mode:
     target_s: float | None        # the time budget the plan is made for
     main_rounds: int | None
     main_schemes: tuple[str, ...] | None
+    device_schemes: tuple[str, ...]
     device_reps: int | None
     device_rounds: int | None
     sweep_reps: int | None
@@ -119,40 +120,38 @@ class Mode:
 
 MODES = {m.name: m for m in (
     Mode("quick", default_reps=1, min_reps=1, target_s=20 * 60,
-         main_rounds=1, main_schemes=QUICK_MAIN_SCHEMES,
+         main_rounds=1, main_schemes=QUICK_SCHEMES, device_schemes=QUICK_SCHEMES,
          device_reps=None, device_rounds=1, sweep_reps=None, sweep_rounds=1,
-         delta_multiples=(1, 3, 5), units_kb=(1024, 4096, 16384),
-         other_unit_sweep=False, floor=False),
-    Mode("full", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=2 * 3600,
-         main_rounds=None, main_schemes=None,
+         delta_multiples=(1, 3), units_kb=(1024, 16384),
+         other_unit_sweep=False, floor=True, floor_reps=1, floor_rounds=1),
+    Mode("full", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=3 * 3600,
+         main_rounds=None, main_schemes=None, device_schemes=DEVICE_SCHEMES,
          device_reps=1, device_rounds=2, sweep_reps=1, sweep_rounds=2,
          delta_multiples=(1, 3, 5), units_kb=(64, 1024, 16384),
          other_unit_sweep=False, floor=True, floor_reps=1, floor_rounds=2),
     Mode("thorough", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=None,
-         main_rounds=None, main_schemes=None,
+         main_rounds=None, main_schemes=None, device_schemes=DEVICE_SCHEMES,
          device_reps=None, device_rounds=None, sweep_reps=None, sweep_rounds=4,
          delta_multiples=(1, 2, 3, 4, 5), units_kb=(64, 256, 1024, 4096, 16384),
          other_unit_sweep=True, floor=True),
 )}
 
-# Wall time per run: (fixed s, s per round), measured on session 37's host
-# (AMD EPYC) with the data disk made on the host and vng not waiting for
-# virtiofsd (docs/results/paper-full-s37). A round of `paper` on pixel6pro
-# takes ~31 s, on every host seen: 10 switches whose dwell (2-4 s) is
-# wall-clock time, and the launches between; round 0's cold launches ~50 s.
-# The rest, ~80 s (boot, setup, the 26 background launches, shutdown), is
-# CPU-bound and follows the host: on session 36's it took ~125 s, once the
-# ~20 s a run removed since are taken off. pixel6pro: 10 rounds 371-393 s, 2 rounds (the
-# sweeps) 131-138 s and 126 s on pixel6pro-roomy, 1 round 100-110 s. pixel5
-# swaps in all through its rounds: ~47 s each, 2 rounds 144-165 s. The
-# full mode took 1 h 39 min against this estimate's 1 h 42 min. On a host
-# like session 36's every estimate is ~45 s a run short.
-RUN_S = {"pixel6pro": (80.0, 31.0), "pixel5": (58.0, 47.0),
-         "pixel6pro-roomy": (80.0, 31.0)}
+# Wall time per run: (fixed s, s per round), on an AMD EPYC 2-core host.
+# The fixed ~80 s (boot, setup, the 26 background launches, shutdown) is
+# CPU-bound and follows the host. The rounds follow the workload: with the
+# apps growing while used and warm starts doing their resume work
+# (scenarios/paper.toml), a round of `paper` on pixel6pro under original
+# takes ~59 s (10 rounds: 672 s, 2026-11-28; before those levers 31 s), on
+# pixel6pro-roomy ~46 s (2 rounds: 172 s). pixel5's is pixel6pro's times
+# the ratio measured before the levers (47 / 31 s), not measured since.
+RUN_S = {"pixel6pro": (80.0, 59.0), "pixel5": (58.0, 89.0),
+         "pixel6pro-roomy": (80.0, 46.0)}
 # per campaign: the kernel's up-to-date check, the (cached) dilation, the report
 CAMPAIGN_OVERHEAD_S = 10.0
-# main's fio boot (swap_bandwidth.py): boot, 12 s of fio, shutdown
+# the fio boot (swap_bandwidth.py): boot, 18 s of fio, shutdown
 SWAP_BANDWIDTH_S = 40.0
+# main's max-rate boot (max_rate.py): boot, 45 s of the allocator, shutdown
+MAX_RATE_S = 75.0
 
 
 @dataclass(frozen=True)
@@ -166,11 +165,13 @@ class CampaignSpec:
     reps: int
     rounds: int
     swap_bandwidth: bool = False   # end with the fio boot (swap_bandwidth.py)
+    max_rate: bool = False         # and the max-rate allocator's (max_rate.py)
 
     def request(self, out: Path, seed: int, resume: bool = False) -> campaign.CampaignRequest:
         return campaign.CampaignRequest(SCENARIO, self.profile, ",".join(self.schemes),
                                         self.reps, seed, out / self.name, rounds=self.rounds,
-                                        swap_bandwidth=self.swap_bandwidth, resume=resume)
+                                        swap_bandwidth=self.swap_bandwidth,
+                                        max_rate=self.max_rate, resume=resume)
 
     @property
     def runs(self) -> int:
@@ -273,7 +274,7 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None,
     found = discover_schemes()
     main_schemes = tuple(s for s in m.main_schemes if s in found) if m.main_schemes else \
         tuple(found)
-    for needed in DEVICE_SCHEMES:
+    for needed in m.device_schemes:
         if needed not in main_schemes:
             raise UserError(f"schemes/{needed}.toml is missing: the evaluation needs {needed}")
     delta = delta_points(main_profile, m.delta_multiples)
@@ -293,9 +294,9 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None,
     delta_run = tuple(d.scheme for d in delta if not (reuse_main and d.multiple == DEFAULT_DELTA))
     campaigns = [
         CampaignSpec("main", "headline ratios, Figs. 5-7, 11-13, Table 3", MAIN_PROFILE,
-                     main_schemes, reps, main_rounds, swap_bandwidth=True),
+                     main_schemes, reps, main_rounds, swap_bandwidth=True, max_rate=True),
         CampaignSpec("devices", "Fig. 14 (with main's pixel6pro runs)", OTHER_PROFILE,
-                     DEVICE_SCHEMES, device_reps, device_rounds, swap_bandwidth=True),
+                     m.device_schemes, device_reps, device_rounds, swap_bandwidth=True),
         CampaignSpec("delta", "Fig. 15a", MAIN_PROFILE, delta_run, sweep_reps, sweep_rounds),
         CampaignSpec(f"unit-{MAIN_PROFILE}", "Fig. 15b", MAIN_PROFILE, main_units, sweep_reps,
                      sweep_rounds),
@@ -328,7 +329,8 @@ def run_seconds(profile: str, rounds: int) -> float:
 def estimate_s(spec: CampaignSpec) -> float:
     """Guest time of one campaign on this project's host (see RUN_S)."""
     return (CAMPAIGN_OVERHEAD_S + spec.runs * run_seconds(spec.profile, spec.rounds)
-            + (SWAP_BANDWIDTH_S if spec.swap_bandwidth else 0.0))
+            + (SWAP_BANDWIDTH_S if spec.swap_bandwidth else 0.0)
+            + (MAX_RATE_S if spec.max_rate else 0.0))
 
 
 def duration_text(seconds: float) -> str:

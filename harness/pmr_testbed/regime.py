@@ -108,7 +108,7 @@ PAPER_RECLAIMED_OVER_GOAL = "far below 1 (Fig. 6)"
 TIME_MAPPING = ("1 guest s = 1 phone s: the scenario's dwell and launch gap times are phone "
                 "times and are not dilated")
 NO_RUNS = f"no ok {BASELINE} run: the regime is computed from {BASELINE}'s runs only"
-NO_FLOOR = "needs the floor campaign (pmrtb paper, full or thorough mode)"
+NO_FLOOR = "needs the floor campaign (pmrtb paper's floor/, or a roomy campaign in DIR/floor)"
 NO_FIO = ("needs the swap disk's fio bandwidth (campaign.json swap_bandwidth, measured by "
           "pmrtb paper's main campaign)")
 NO_MAX_RATE = ("needs the max-rate allocator's peak reclaim (campaign.json max_rate, measured "

@@ -77,8 +77,7 @@ enum Cmd {
         rounds: usize,
     },
     /// Max-rate allocator (max_rate.rs): keeps MB of fresh anonymous memory
-    /// turning over for SECONDS (or, with --hold, fills it once and holds
-    /// it); prints {"pages": .., "seconds": .., "mbps": ..}.
+    /// turning over for SECONDS; prints {"pages": .., "seconds": .., "mbps": ..}.
     Alloc {
         #[arg(long)]
         mb: usize,
@@ -86,9 +85,6 @@ enum Cmd {
         threads: usize,
         #[arg(long)]
         seconds: f64,
-        /// Fill MB once, then hold it until SECONDS have passed.
-        #[arg(long)]
-        hold: bool,
     },
 }
 
@@ -128,8 +124,7 @@ fn main() -> ExitCode {
             mb,
             threads,
             seconds,
-            hold,
-        } => match max_rate::run(mb, threads, seconds, hold) {
+        } => match max_rate::run(mb, threads, seconds) {
             Ok(line) => {
                 println!("{line}");
                 ExitCode::SUCCESS

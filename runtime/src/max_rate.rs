@@ -7,10 +7,6 @@
 //! pages, so reclaim swaps them out and their unmapping frees the swap.
 //! Nothing is ever read back from swap, so swap writes measure reclaim
 //! alone. Prints one JSON line: the pages it wrote, in how long.
-//!
-//! With `hold`, each thread fills its ring once and the process then
-//! sleeps until `seconds` have passed, holding `mb` for a reclaimer to
-//! take (max_rate.py's reclaim ceiling: memory.reclaim on its cgroup).
 
 use crate::memory::AnonRegion;
 use crate::pattern::{PAGE_SIZE, WORDS_PER_PAGE};
@@ -54,10 +50,6 @@ impl Ring {
         Ok(self.chunk_pages)
     }
 
-    pub fn is_full(&self) -> bool {
-        self.chunks.len() == self.capacity
-    }
-
     pub fn len(&self) -> usize {
         self.chunks.len()
     }
@@ -67,7 +59,7 @@ impl Ring {
     }
 }
 
-pub fn run(mb: usize, threads: usize, seconds: f64, hold: bool) -> Result<String> {
+pub fn run(mb: usize, threads: usize, seconds: f64) -> Result<String> {
     ensure!(
         mb > 0 && threads > 0 && seconds > 0.0,
         "--mb, --threads and --seconds must be > 0"
@@ -83,11 +75,10 @@ pub fn run(mb: usize, threads: usize, seconds: f64, hold: bool) -> Result<String
                     let mut ring = Ring::new(per_thread, chunk_pages);
                     let mut pages = 0;
                     let mut stamp = (t as u64) << 48;
-                    while Instant::now() < until && !(hold && ring.is_full()) {
+                    while Instant::now() < until {
                         stamp += 1;
                         pages += ring.step(stamp)?;
                     }
-                    std::thread::sleep(until.saturating_duration_since(Instant::now()));
                     Ok(pages)
                 })
             })
@@ -127,15 +118,10 @@ mod tests {
 
     #[test]
     fn run_reports_what_it_wrote() {
-        let line = run(16, 2, 0.05, false).unwrap();
+        let line = run(16, 2, 0.05).unwrap();
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert!(v["pages"].as_u64().unwrap() >= 2 * (CHUNK_MB as u64) * 256);
         assert!(v["mbps"].as_f64().unwrap() > 0.0);
-        assert!(run(0, 1, 1.0, false).is_err());
-        // holding: each thread writes its ring once (one 8 MB chunk here), then waits
-        let line = run(16, 2, 0.3, true).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["pages"].as_u64().unwrap(), 2 * (CHUNK_MB as u64) * 256);
-        assert!(v["seconds"].as_f64().unwrap() >= 0.3);
+        assert!(run(0, 1, 1.0).is_err());
     }
 }

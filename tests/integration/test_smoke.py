@@ -194,3 +194,30 @@ def test_summary_matches_schema_and_report_exists(results):
         assert data["schemes"][name]["pswpout_mb"] > 0
     assert (results / "report.md").exists()
     assert len(list((results / "plots").glob("*.png"))) >= 4
+
+
+def test_flash_calibrated_and_reclaim_measured_at_max_rate(results):
+    """The swap disk's limits come from the guest's reclaim ceiling, and the
+    campaign ends with fio (both jobs) and the max-rate allocator on that disk."""
+    c = json.loads((results / "campaign.json").read_text())
+    cal = c["flash_calibration"]
+    assert cal["reclaim_ceiling_mbps"] > 5 and cal["phone_peak_reclaim_mbps"] == 126
+    assert c["qemu"]["swap_iops_write"] == int(378 * 256 * cal["flash_scale"])
+    bw = c["swap_bandwidth"]
+    assert bw["error"] is None and bw["write_mbps"] > 0 and bw["rand_write_4k_iops"] > 0
+    mr = c["max_rate"]
+    assert mr["error"] is None, mr["error"]
+    assert mr["reclaim_peak_mbps"] > 0 and mr["swapout_mb"] > 0
+
+
+def test_regime_written_with_its_six_checks(results):
+    regime = json.loads((results / "regime.json").read_text())
+    assert [c["name"] for c in regime["checks"]] == [
+        "peak_over_fio", "reclaim_limited", "demand_over_reclaim", "sustained_kills",
+        "relaunch_share", "cold_over_warm"]
+    by_name = {c["name"]: c for c in regime["checks"]}
+    # measured from this campaign alone: fio and max_rate are here, floor is not
+    assert by_name["peak_over_fio"]["value"] is not None
+    assert by_name["reclaim_limited"]["value"] is not None
+    assert by_name["demand_over_reclaim"]["missing"] is not None
+    assert "## Regime" in (results / "report.md").read_text()

@@ -293,6 +293,6 @@ def test_app_levers_parse_scale_and_validate(tmp_path):
 def test_paper_scenario_levers_stay_within_the_phones_footprints():
     s = scenarios.load("paper")
     for a in s.foreground:
-        assert a.peak_anon_mb is not None and a.anon_mb < a.peak_anon_mb <= 2 * a.anon_mb
-        assert 0 < a.resume_work_ms < a.init_work_ms
+        assert a.peak_anon_mb is not None and a.anon_mb < a.peak_anon_mb <= 2.5 * a.anon_mb
+        assert 0 < a.resume_work_ms <= a.init_work_ms
     assert all(a.launch_threads == 3 for a in s.apps)

@@ -33,13 +33,17 @@ def _delta_kb(scheme: str) -> int:
 def test_quick_plan(tmp_path):
     p = paper.plan(tmp_path / "out", mode="quick")
     assert (p.reps, p.seed) == (1, 1)
-    assert [c.name for c in p.campaigns] == ["main", "devices", "delta", "unit-pixel6pro"]
+    assert [c.name for c in p.campaigns] == ["main", "devices", "delta", "unit-pixel6pro",
+                                             "floor"]
     by_name = {c.name: c for c in p.campaigns}
-    assert by_name["main"].schemes == ("original", "pps", "pmr")
+    assert by_name["main"].schemes == ("original", "pmr")
     assert (by_name["main"].profile, by_name["devices"].profile) == ("pixel6pro", "pixel5")
-    assert by_name["devices"].schemes == ("original", "pps", "pmr")
+    assert by_name["devices"].schemes == ("original", "pmr")
+    # the regime's demand_over_reclaim needs the floor
+    assert (by_name["floor"].profile, by_name["floor"].schemes) == ("pixel6pro-roomy",
+                                                                   ("original",))
     assert all(c.rounds == 1 and c.reps == 1 for c in p.campaigns)
-    assert [d.multiple for d in p.delta] == [1, 3, 5]
+    assert [d.multiple for d in p.delta] == [1, 3]
     # main's pmr runs have the sweeps' rounds and reps: they are the kernel's
     # default delta (3x) and pixel6pro's own unit, which are not run again
     assert p.reuse_main and p.main_unit_kb == profiles.load("pixel6pro").unmap_unit_kb
@@ -47,10 +51,11 @@ def test_quick_plan(tmp_path):
     own = p.main_unit_kb
     assert own in (1024, 4096, 16384)
     assert by_name["unit-pixel6pro"].schemes == tuple(
-        f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (1024, 4096, 16384) if kb != own)
-    # main and devices end with the fio and max-rate boots (the regime's
-    # peak_over_fio and reclaim_limited on both profiles)
+        f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (1024, 16384) if kb != own)
+    # main and devices end with the fio boot (the regime's peak_over_fio on
+    # both profiles), main with the max-rate boot too (reclaim_limited)
     assert [c.name for c in p.campaigns if c.swap_bandwidth] == ["main", "devices"]
+    assert [c.name for c in p.campaigns if c.max_rate] == ["main"]
     assert by_name["main"].request(p.out, 1).swap_bandwidth
     assert not by_name["delta"].request(p.out, 1).swap_bandwidth
 
@@ -125,7 +130,7 @@ def test_delta_is_computed_from_the_guests_high_watermark(tmp_path):
     three = next(d for d in p.delta if d.multiple == 3)
     assert three.kbytes == 3 * p.nr_to_reclaim_pages * 4
     assert _delta_kb(three.scheme) == three.kbytes
-    assert [d.kbytes for d in p.delta] == [k * p.nr_to_reclaim_pages * 4 for k in (1, 3, 5)]
+    assert [d.kbytes for d in p.delta] == [k * p.nr_to_reclaim_pages * 4 for k in (1, 3)]
     # it follows the profile: a phone with a higher watermark share gets a larger delta
     higher = dataclasses.replace(prof, high_watermark_pages=2 * prof.high_watermark_pages)
     assert paper.guest_high_watermark_pages(higher) > 1.8 * p.nr_to_reclaim_pages
@@ -158,18 +163,19 @@ def test_estimates(tmp_path):
     for c in (c for p in plans.values() for c in p.campaigns):
         assert paper.estimate_s(c) == pytest.approx(
             paper.CAMPAIGN_OVERHEAD_S + c.runs * paper.run_seconds(c.profile, c.rounds)
-            + (paper.SWAP_BANDWIDTH_S if c.name in ("main", "devices") else 0))
-    # quick and full are planned to fit their 20 min and 2 h budgets (issue
-    # 5); thorough has no budget and takes more than twice full's
+            + (paper.SWAP_BANDWIDTH_S if c.name in ("main", "devices") else 0)
+            + (paper.MAX_RATE_S if c.name == "main" else 0))
+    # quick and full are planned to fit their 20 min and 3 h budgets;
+    # thorough has no budget and takes more than twice full's
     assert total["quick"] <= 20 * 60 and plans["quick"].target_s == 20 * 60
-    assert total["full"] <= 2 * 3600 and plans["full"].target_s == 2 * 3600
+    assert total["full"] <= 3 * 3600 and plans["full"].target_s == 3 * 3600
     assert plans["thorough"].target_s is None and total["thorough"] > 2 * total["full"]
     for m in ("quick", "full"):
         assert "over" not in paper.estimate_lines(plans[m], {})[-1]
     # a larger --reps can push full over its budget, and the estimate says so
     five = paper.plan(tmp_path / "five", reps=5)
     lines = paper.estimate_lines(five, {"main": "finished"})
-    assert "over the 2 h target" in lines[-1]
+    assert "over the 3 h target" in lines[-1]
     assert "[finished: skipped]" in next(ln for ln in lines if ln.strip().startswith("main"))
     remaining = sum(paper.estimate_s(c) for c in five.campaigns) \
         - paper.estimate_s(five.campaign("main"))
@@ -190,6 +196,9 @@ FIGURES = {
 # pmr's response time and peak throughput per rep: ratios 0.44, 0.45, 0.47 and 1.8, 1.8, 2.1
 PMR_RESPONSE = {1: 440, 2: 450, 3: 470}
 PMR_PEAK = {1: 36, 2: 36, 3: 42}
+# the floor campaign's apps (no memory pressure) grow their anonymous memory
+# by this many pages over a 4-s run, evenly: 40 MB/s, twice original's 20 MB/s peak
+FLOOR_ANON_PAGES = 40 * 4 * 256
 
 
 
@@ -216,12 +225,17 @@ def make_run(profile: str, scheme: str, rep: int) -> dict:
                                       "nr_added": 6556, "nr_victim": 19668, "target": 19668},
                                      task="kshrinkd0", pid=38))
     threads = {"kswapd0": kswapd, **({"kshrinkd0": kshrinkd} if kshrinkd else {})}
+    vmstat = {"allocstall_normal": allocstall, "pswpout": pswpout}
+    vmstat_keys = PMR_VMSTAT_KEYS
+    if profile == paper.FLOOR_PROFILE:    # the floor: how fast the apps demand memory
+        vmstat["nr_anon_pages"] = FLOOR_ANON_PAGES
+        vmstat_keys = [*PMR_VMSTAT_KEYS, "nr_anon_pages"]
     return {"switches": [switch("chrome", "cold", resp, 0), switch("youtube", "hot", resp, 0)],
             "kills": [{"t_ms": 3000, "type": "kill", "app": "x", "pid": 1, "adj": 950,
                        "rss_kb": 1, "level": "medium", "reason": "r"}] * kills,
-            "vmstat_increments": {"allocstall_normal": allocstall, "pswpout": pswpout},
+            "vmstat_increments": vmstat,
             "write_sectors": ramp([0, peak / 2, peak, 0]), "threads_cpu": threads,
-            "extra_vmstat_keys": PMR_VMSTAT_KEYS,
+            "extra_vmstat_keys": vmstat_keys,
             "trace": trace_text(events) if rounds else None}
 
 
@@ -237,7 +251,8 @@ def _run(p, runner):
 
 @pytest.fixture(scope="module")
 def quick_out(tmp_path_factory):
-    """A quick evaluation run once with fake campaigns."""
+    """A quick evaluation run once with fake campaigns: main, devices, delta,
+    unit-pixel6pro and floor, original and pmr only (no pps)."""
     out = tmp_path_factory.mktemp("paper") / "out"
     p = paper.plan(out, mode="quick")
     runner = fake_campaign_runner(make_run)
@@ -251,13 +266,30 @@ def test_every_campaign_runs_into_its_own_results_dir(quick_out):
     main_req = runner.calls[0]
     assert (main_req.scenario, main_req.profile, main_req.rounds, main_req.reps) == (
         "paper", "pixel6pro", 1, 1)
-    assert main_req.schemes == "original,pps,pmr"
+    assert main_req.schemes == "original,pmr"
+    by_dir = {req.out.name: req for req in runner.calls}
+    assert by_dir["devices"].schemes == "original,pmr" and by_dir["devices"].profile == "pixel5"
+    floor = by_dir["floor"]
+    assert (floor.profile, floor.schemes, floor.rounds, floor.reps) == (
+        "pixel6pro-roomy", "original", 1, 1)
+    # the fio boot ends main and devices, the max-rate boot main only
+    assert [(req.out.name, req.swap_bandwidth, req.max_rate) for req in runner.calls] == [
+        ("main", True, True), ("devices", True, False), ("delta", False, False),
+        ("unit-pixel6pro", False, False), ("floor", False, False)]
+    # 2 + 2 runs of original and pmr, 1 delta (1x; 3x is main's pmr), 1 unit, 1 floor
+    assert len(runner.runs) == sum(c.runs for c in p.campaigns) == 7
+    assert ("floor", "original", 1) in runner.runs
+    assert not any(scheme == "pps" for _, scheme, _ in runner.runs)
+    assert (p.out / "floor" / "runs" / "original-r1" / "vmstat.csv").exists()
     assert result.ran == [c.name for c in p.campaigns] and result.skipped == []
     for c in p.campaigns:
         d = p.out / c.name
         assert (d / "report.md").exists() and (d / "summary.json").exists()
         assert (d / "plots" / report.PLOT_FILES["throughput"]).exists()
-    assert (p.out / "delta" / "plots" / f"sweep_{paper.DELTA_KEY}.png").exists()
+    # quick's delta campaign runs 1x alone (3x is main's pmr): one point, no
+    # sweep plot of its own; paper.md's Fig. 15a has both
+    assert len(p.campaign("delta").schemes) == 1
+    assert not (p.out / "delta" / "plots" / f"sweep_{paper.DELTA_KEY}.png").exists()
     assert result.failed_runs == 0
 
 
@@ -267,10 +299,16 @@ def test_paper_md_has_the_regime_before_the_headline_ratios(quick_out):
     assert md.index("## Regime (pixel6pro, original)") < md.index("## Headline ratios")
     section = _rows(md, "Regime (pixel6pro, original)")
     assert set(section) == {"check", *regime.CHECKS}
-    assert section["demand_over_reclaim"][4] == "not measured"
-    assert f"- `demand_over_reclaim`: {regime.NO_FLOOR}\n" in md
+    # quick mode runs the floor: the apps' 40 MB/s over original's 20 MB/s peak
+    assert section["demand_over_reclaim"][1] == "2.00"
+    assert section["demand_over_reclaim"][4] == "✅ pass"
+    assert "- `demand_over_reclaim`:" not in md
     saved = json.loads((p.out / "regime.json").read_text())
-    assert saved["source"]["layout"] == "paper" and saved["source"]["floor"] is None
+    assert saved["source"]["layout"] == "paper"
+    assert saved["source"]["floor"] == {"dir": "floor", "profile": "pixel6pro-roomy",
+                                        "original_reps": [1]}
+    demand = next(c for c in saved["checks"] if c["name"] == "demand_over_reclaim")
+    assert demand["value"] == pytest.approx(2.0)
     assert saved["source"]["main"] == {"dir": "main", "profile": "pixel6pro",
                                        "original_reps": [1]}
     # each campaign's own, beside its report
@@ -298,6 +336,13 @@ def test_paper_md_summary_and_plots_are_written(quick_out):
     assert (p.out / s["campaigns"]["devices"]["summary"]).exists()
     assert s["ratios"]["response_time"]["median"] == pytest.approx(0.44)
     assert s["delta"]["points"][1]["kbytes"] == 3 * p.nr_to_reclaim_pages * 4
+    # the floor ran main's one round: its own mean, original's 1,000 ms
+    assert (p.out / s["campaigns"]["floor"]["summary"]).exists()
+    assert s["floor"]["response_ms"] == pytest.approx(1000)
+    assert s["floor"]["demand_mbps"] == pytest.approx(40.0)
+    # and the missed peak throughput's shortfall weighs it against original's peak
+    assert ("- the apps' fastest second of anonymous memory growth without memory pressure "
+            "(`floor`): 40.0 MB/s, 2.00 x original's peak") in md
 
 
 def test_the_report_says_how_long_the_campaigns_took_against_the_budget(quick_out, tmp_path):
@@ -379,9 +424,11 @@ def test_fig14_and_sweeps(quick_out):
     assert "`devices` ran" not in md
     fig14 = _rows(md, "Fig. 14")
     # pmr's peak: 36 MB/s on pixel6pro, 80% of it on pixel5
-    assert fig14["pmr"][3] == "1.25"
+    assert fig14["pmr"][1:4] == ["28.8", "36.0", "1.25"]
+    # quick mode runs no pps: its row keeps only the paper's figure
+    assert fig14["pps"][1:7] == ["–"] * 6 and fig14["pps"][7].startswith("peak 205 MB/s")
     fig15a = _rows(md, "Fig. 15a")
-    assert [k for k in fig15a if k.endswith("x")] == ["1x", "3x", "5x"]
+    assert [k for k in fig15a if k.endswith("x")] == ["1x", "3x"]
     assert fig15a["3x"][4] == "1"   # runs
     # quick mode: 3x (the kernel's default) is main's pmr, response 440 ms
     assert fig15a["3x"][3] == "`pmr (main)`" and fig15a["3x"][5] == "440"
@@ -390,8 +437,9 @@ def test_fig14_and_sweeps(quick_out):
     assert "best unit by median peak throughput **1024 kB**" in md
     fig15b = _rows(md, "Fig. 15b")
     own = str(profiles.load("pixel6pro").unmap_unit_kb)   # main's pmr, at the profile's unit
-    assert [k for k in fig15b if k[0].isdigit()] == ["1024", "4096", "16384"]
+    assert [k for k in fig15b if k[0].isdigit()] == ["1024", "16384"]
     assert fig15b[own][1] == "`pmr (main)`" and fig15b[own][3].startswith("3")
+    assert fig15b["1024"][1:4] == ["`pmr@pmr_unmap_unit_kbytes=1024`", "1", "50.0"]
 
 
 def test_a_second_run_skips_finished_campaigns(quick_out, tmp_path):
@@ -410,28 +458,28 @@ def test_a_second_run_skips_finished_campaigns(quick_out, tmp_path):
 
 def test_a_cut_off_campaign_is_continued(tmp_path):
     p = paper.plan(tmp_path / "out", mode="quick")
-    first = fake_campaign_runner(make_run, stop_after={"delta": 1})
+    first = fake_campaign_runner(make_run, stop_after={"devices": 1})
     with pytest.raises(CutOff):
         _run(p, first)
-    assert paper.statuses(p) == {"main": "finished", "devices": "finished", "delta": "partial",
-                                 "unit-pixel6pro": "new"}
-    delta = p.campaign("delta")
-    assert paper.recorded_runs(p, delta) == 1
-    assert paper.runs_to_go(p, paper.statuses(p)) == delta.runs - 1 + p.campaign(
-        "unit-pixel6pro").runs
+    assert paper.statuses(p) == {"main": "finished", "devices": "partial", "delta": "new",
+                                 "unit-pixel6pro": "new", "floor": "new"}
+    devices = p.campaign("devices")
+    assert paper.recorded_runs(p, devices) == 1
+    assert paper.runs_to_go(p, paper.statuses(p)) == devices.runs - 1 + sum(
+        p.campaign(n).runs for n in ("delta", "unit-pixel6pro", "floor")) == 4
     lines = paper.estimate_lines(p, paper.statuses(p))
-    assert any(line.startswith("  delta") and f"[cut off: 1 of {delta.runs} runs done]" in line
-               for line in lines)
+    assert any(line.startswith("  devices")
+               and f"[cut off: 1 of {devices.runs} runs done]" in line for line in lines)
     runner = fake_campaign_runner(make_run)
     result, said = _run(p, runner)
     assert [(req.out.name, req.resume) for req in runner.calls] == [
-        ("delta", True), ("unit-pixel6pro", False)]
-    # delta's first run is kept, not run again
-    assert ("delta", delta.schemes[0], 1) in first.runs
-    assert [r for r in runner.runs if r[0] == "delta"] == [
-        ("delta", s, 1) for s in delta.schemes[1:]]
-    assert result.skipped == ["main", "devices"] and result.moved == {}
-    assert any(f"delta: cut off earlier, continued (1 of {delta.runs} runs done)" in line
+        ("devices", True), ("delta", False), ("unit-pixel6pro", False), ("floor", False)]
+    # devices' first run is kept, not run again
+    assert ("devices", devices.schemes[0], 1) in first.runs
+    assert [r for r in runner.runs if r[0] == "devices"] == [
+        ("devices", s, 1) for s in devices.schemes[1:]]
+    assert result.skipped == ["main"] and result.moved == {}
+    assert any(f"devices: cut off earlier, continued (1 of {devices.runs} runs done)" in line
                for line in said)
     assert set(paper.statuses(p).values()) == {"finished"}
 
@@ -439,13 +487,14 @@ def test_a_cut_off_campaign_is_continued(tmp_path):
 def test_a_cut_off_campaign_on_another_setup_is_moved_aside_and_run_again(tmp_path):
     p = paper.plan(tmp_path / "out", mode="quick")
     with pytest.raises(CutOff):
-        _run(p, fake_campaign_runner(make_run, stop_after={"delta": 1}))
-    runner = fake_campaign_runner(make_run, setup_changed=frozenset({"delta"}))
+        _run(p, fake_campaign_runner(make_run, stop_after={"devices": 1}))
+    runner = fake_campaign_runner(make_run, setup_changed=frozenset({"devices"}))
     result, said = _run(p, runner)
     assert [(req.out.name, req.resume) for req in runner.calls] == [
-        ("delta", True), ("delta", False), ("unit-pixel6pro", False)]
-    assert result.moved["delta"] == p.out / "delta.incomplete-1"
-    assert json.loads((p.out / "delta.incomplete-1" / "campaign.json").read_text())["runs"]
+        ("devices", True), ("devices", False), ("delta", False), ("unit-pixel6pro", False),
+        ("floor", False)]
+    assert result.moved["devices"] == p.out / "devices.incomplete-1"
+    assert json.loads((p.out / "devices.incomplete-1" / "campaign.json").read_text())["runs"]
     assert any("another kernel; moved to" in line for line in said)
     assert set(paper.statuses(p).values()) == {"finished"}
 
@@ -463,9 +512,18 @@ def test_a_campaign_with_a_failed_run_is_continued(tmp_path):
 
 def test_a_directory_with_another_plan_is_refused(tmp_path):
     p = paper.plan(tmp_path / "out", mode="quick")
-    write_campaign(p.out / "main", ["original", "pps", "pmr"], [], reps=3, scenario="paper",
+    write_campaign(p.out / "main", ["original", "pmr"], [], reps=3, scenario="paper",
                    profile="pixel6pro", seed=1, rounds=1)
     with pytest.raises(UserError, match=r"holds another campaign \(reps 3, not 1\)"):
+        paper.statuses(p)
+    # a quick output from before pps left quick mode's devices
+    write_campaign(p.out / "main", ["original", "pmr"], [], reps=1, scenario="paper",
+                   profile="pixel6pro", seed=1, rounds=1)
+    write_campaign(p.out / "devices", ["original", "pps", "pmr"], [], reps=1, scenario="paper",
+                   profile="pixel5", seed=1, rounds=1)
+    with pytest.raises(UserError, match=re.escape(
+            "devices holds another campaign (schemes ['original', 'pps', 'pmr'], "
+            "not ['original', 'pmr'])")):
         paper.statuses(p)
 
 
@@ -563,6 +621,8 @@ def test_a_scheme_the_mode_did_not_run_is_not_measured(quick_out):
     assert vs_mglru["status"] == "not measured" and vs_mglru["median"] is None
     assert "mglru was not run" in vs_mglru["reason"]
     assert "response_time_vs_mglru" not in s["missed"]
+    pps = s["ratios"]["pps_reclaim_cpu"]   # quick mode runs no pps
+    assert pps["status"] == "not measured" and "pps was not run" in pps["reason"]
     of_disk = s["ratios"]["peak_of_disk"]   # the fake campaigns have no fio measurement
     assert of_disk["status"] == "not measured" and "no fio measurement" in of_disk["reason"]
 
@@ -599,7 +659,7 @@ def test_cli_refuses_another_plans_directory_before_running(tmp_path):
                    profile="pixel6pro", seed=1, rounds=1)
     res = pmrtb("paper", "--out", str(out), "--quick")
     assert res.returncode == 2, res.stderr
-    assert "holds another campaign (schemes ['original'], not ['original', 'pps', 'pmr'])" \
+    assert "holds another campaign (schemes ['original'], not ['original', 'pmr'])" \
         in res.stderr
     assert sorted(p.name for p in out.iterdir()) == ["main"]
 
@@ -627,13 +687,18 @@ def test_cli_prints_the_estimate_runs_and_resumes(tmp_path, monkeypatch):
     res = CliRunner().invoke(cli.app, ["paper", "--out", str(out), "--quick", "--seed", "7"])
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
-    assert lines[0].startswith("pmrtb paper (quick): 4 campaigns") and "seed 7" in lines[0]
-    assert lines[5].startswith("estimated guest time: ~20 min in all")
+    assert lines[0].startswith("pmrtb paper (quick): 5 campaigns") and "seed 7" in lines[0]
+    assert [ln.split()[0] for ln in lines[1:6]] == ["main", "devices", "delta",
+                                                    "unit-pixel6pro", "floor"]
+    assert lines[5].split()[1] == "pixel6pro-roomy" and "= 1 run," in lines[5]
+    total = sum(paper.estimate_s(c) for c in paper.plan(out, mode="quick").campaigns)
+    assert total <= 20 * 60
+    assert lines[6].startswith(f"estimated guest time: ~{paper.duration_text(total)} in all")
     assert lines[-1] == f"paper: {out / 'paper.md'}"
-    assert [req.seed for req in runner.calls] == [7] * 4
+    assert [req.seed for req in runner.calls] == [7] * 5
     res = CliRunner().invoke(cli.app, ["paper", "--out", str(out), "--quick", "--seed", "7"])
     assert res.exit_code == 0, res.output
-    assert "~0 min still to run" in res.stdout and len(runner.calls) == 4
+    assert "~0 min still to run" in res.stdout and len(runner.calls) == 5
 
 
 def test_campaigns_of_the_same_name_get_their_own_disk_images(tmp_path):
