@@ -99,7 +99,7 @@ unit-sweep: setup
 # campaigns main, devices, delta (Fig. 15a), unit-<profile> (Fig. 15b) and
 # floor (no memory pressure). The time each takes on a 2-core TCG host is
 # printed first:
-#   make paper           ~2 h: main at REPS (>= 3) x 10 rounds, every scheme;
+#   make paper           ~3 h: main at REPS (>= 3) x 10 rounds, every scheme;
 #                        devices 1 rep x 2 rounds; the sweeps 1 rep x 2
 #                        rounds at three points each; floor 1 rep x 2 rounds
 #   make paper-quick     ~20 min: 1 rep, 1 round per run, fewer schemes

@@ -202,7 +202,9 @@ def test_flash_calibrated_and_reclaim_measured_at_max_rate(results):
     c = json.loads((results / "campaign.json").read_text())
     cal = c["flash_calibration"]
     assert cal["reclaim_ceiling_mbps"] > 5 and cal["phone_peak_reclaim_mbps"] == 126
-    assert c["qemu"]["swap_iops_write"] == int(378 * 256 * cal["flash_scale"])
+    # the phone's 378 MB/s of 4 KiB writes, scaled (flash_scale is rounded to 4 places)
+    assert c["qemu"]["swap_iops_write"] == pytest.approx(378 * 256 * cal["flash_scale"],
+                                                         rel=1e-3)
     bw = c["swap_bandwidth"]
     assert bw["error"] is None and bw["write_mbps"] > 0 and bw["rand_write_4k_iops"] > 0
     mr = c["max_rate"]
