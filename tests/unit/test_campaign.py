@@ -47,7 +47,7 @@ def fake_guest(monkeypatch):
 
 def _request(out, resume=False, trace_events=()):
     return campaign.CampaignRequest("smoke", "pixel5", "original,pmr", 2, 1, out,
-                                    swap_bandwidth=False, resume=resume,
+                                    swap_bandwidth=False, max_rate=False, resume=resume,
                                     trace_events=trace_events)
 
 
