@@ -94,7 +94,7 @@ def test_demand_over_reclaim_takes_the_floors_fastest_second():
 def test_demand_over_reclaim_without_the_floor_is_missing():
     c = regime.demand_over_reclaim(None, [20.0])
     assert c["value"] is None and not c["pass"] and c["missing"] == regime.NO_FLOOR
-    assert "floor" in c["missing"] and "full" in c["missing"]
+    assert "floor" in c["missing"] and "pmrtb paper" in c["missing"]
     empty = regime.demand_over_reclaim([], [20.0])
     assert not empty["pass"] and "no ok original run" in empty["missing"]
 
