@@ -65,8 +65,8 @@ WORKERS = 2
 # the allocator's memory as a share of the guest's RAM, and the swap disk
 ALLOC_FACTOR = 1.3
 SWAP_FACTOR = 1.5
-# Under TCG page faults are ~16x slower than on the host: filling RAM takes
-# the first ~15-25 s, the rest swaps.
+# how long the allocator runs: under TCG page faults are ~16x slower than on
+# the host, so filling RAM takes the first ~15-25 s and the rest swaps
 STRESS_S = 45
 SAMPLE_S = 0.2
 CEILING_BOOTS = 3
@@ -95,9 +95,11 @@ def allocator(profile: Profile) -> dict:
             "swap_mb": int(profile.guest_ram_mb * SWAP_FACTOR)}
 
 
-def _prologue(profile: Profile, out: Path) -> str:
-    """Swap on the disk found by serial, the original scheme's knobs and the
-    profile's watermarks; $dev is the disk, $sampler_cmd the sampler."""
+def guest_command(profile: Profile, out: Path) -> str:
+    """The guest's script: swap on the disk found by serial, the original
+    scheme's knobs and the profile's watermarks, the sampler in the
+    background and the allocator, turning its memory over, in front."""
+    job = allocator(profile)
     knobs = [(k["path"], k["value"]) for k in schemes.load("original").knobs]
     knobs += [(f"/proc/sys/vm/{k}", str(v)) for k, v in profile.watermarks().items()]
     writes = "; ".join(f"echo {shlex.quote(v)} > {shlex.quote(p)}" for p, v in knobs)
@@ -112,20 +114,11 @@ def _prologue(profile: Profile, out: Path) -> str:
         "sample() { while :; do read -r up _ < /proc/uptime; read -r st < /sys/block/$dev/stat; "
         "read -r -a ks < /proc/$kp/stat; echo \"$up ${st} ${ks[13]} ${ks[14]}\"; "
         f"sleep {SAMPLE_S}; done > {samples}; }}; "
-    )
-
-
-def guest_command(profile: Profile, out: Path) -> str:
-    """The max-rate run's script: the sampler in the background and the
-    allocator, turning its memory over, in front."""
-    job = allocator(profile)
-    script = _prologue(profile, out) + (
         "sample & sampler=$!; "
         f"{paths.RUNTIME_BIN} alloc --mb {job['bytes_mb']} --threads {WORKERS} "
         f"--seconds {STRESS_S}; "
         "kill $sampler; wait $sampler 2>/dev/null || true"
     )
-    return script
 
 
 def parse_samples(text: str) -> MaxRate:
