@@ -2,18 +2,20 @@
 
 The same fixed memory-touch microbenchmark (`pmr-guest bench`) runs on the
 host and inside a guest booted like the runs' guests; the ratio of the two
-per-page times is the factor by which the device profile's flash figures are
-divided, so that the guest's CPU-to-flash balance resembles the phone's. The
-host's `work_iters_per_ms` also calibrates the apps' CPU init work.
+per-page times is the factor, reported in every campaign. It scales
+nothing: the flash is scaled by the guest's reclaim ceiling (max_rate.py),
+since reclaim does not slow down under TCG as a memory touch does. The
+guest's `work_iters_per_ms` calibrates the apps' CPU work (`init_work_ms`,
+`resume_work_ms` are guest milliseconds).
 The benchmark also times its first round, in which every write faults a
 fresh page in: `fault_factor`, the guest's slowdown on that, is reported
-beside the factor and scales nothing. It tells whether the emulation slows
-page faults, which bound how fast the apps can demand memory, much more
-than memory touches (on this project's host: 11.5 against 8.7, not much).
+beside the factor. It tells how much the emulation slows page faults,
+which bound how fast the apps can demand memory (16-19 against touches'
+9-13 on this project's AMD EPYC host).
 The guest's figures are the median over GUEST_BOOTS boots, each the median
 of its rounds: one boot alone has given 9.98 and, ten minutes later on the
-same host, kernel and command line, 16.65 (session 37), and the factor
-divides the flash's throughput. Each boot's ns per page is kept beside it.
+same host, kernel and command line, 16.65. Each boot's ns per page is kept
+beside it.
 Results are cached per (kernel, accel, kernel command line, runtime binary,
 host CPU), one entry per combination, so that switching between the testbed
 and the debug kernel does not measure either again.
