@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import dilation as dilation_mod
-from . import guest, kernel, max_rate, paths, spec
+from . import guest, kernel, max_rate, paths, profiles, spec
 from .errors import UserError
 from .profiles import Profile
 
@@ -94,9 +94,8 @@ def swap_disk(profile: Profile, limits: dict, disk_dir: Path,
               size_mb: int | None = None) -> guest.Disk:
     """The swap disk, throttled like the profile's flash; the profile's swap
     size unless `size_mb` says otherwise."""
-    return guest.Disk(disk_dir / "swap.img", spec.SWAP_SERIAL, size_mb or profile.guest_swap_mb, {
-        "bps_write": limits["swap_bps_write"], "iops_write": limits["swap_iops_write"],
-        "bps_read": limits["swap_bps_read"], "iops_read": limits["swap_iops_read"]})
+    return guest.Disk(disk_dir / "swap.img", spec.SWAP_SERIAL, size_mb or profile.guest_swap_mb,
+                      profiles.swap_throttle(limits))
 
 
 def setup_error(console: str, where: str) -> UserError:

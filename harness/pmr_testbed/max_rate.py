@@ -57,8 +57,11 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
+
 from . import guest, kernel, paths, profiles, schemes, spec
 from .errors import GuestError
+from .metrics import MB, SECTOR_BYTES, per_window_mbps
 from .profiles import Profile
 
 WORKERS = 2
@@ -76,8 +79,6 @@ DEADLINE_S = 150
 SAMPLES_FILE = "samples.txt"
 SCRIPT_FILE = "guest.sh"
 CACHE = paths.BUILD_DIR / "reclaim_ceiling.json"
-SECTOR_BYTES = 512
-MB = 2**20
 USER_HZ = 100
 
 
@@ -137,25 +138,13 @@ def parse_samples(text: str) -> MaxRate:
             continue
     if len(t) < 2 or t[-1] - t[0] < 1.0:
         raise ValueError(f"{len(t)} samples over less than a second: nothing to measure")
-    peak = max(window_deltas(t, sectors), default=0.0) * SECTOR_BYTES / MB
-    busiest = max(window_deltas(t, ticks), default=0.0) / USER_HZ
+    t_ms = np.array(t) * 1000
+    _, write_mbps = per_window_mbps(t_ms, np.array(sectors, dtype=float) * SECTOR_BYTES)
+    # CPU ticks scaled so that "MB/s" reads as CPUs
+    _, cpus = per_window_mbps(t_ms, np.array(ticks, dtype=float) / USER_HZ * MB)
+    peak, busiest = max(write_mbps, default=0.0), max(cpus, default=0.0)
     return MaxRate(reclaim_peak_mbps=round(peak, 2), kswapd_busiest_cpu=round(busiest, 3),
                    swapout_mb=round((sectors[-1] - sectors[0]) * SECTOR_BYTES / MB, 1))
-
-
-def window_deltas(t: list[float], values: list[int]) -> list[float]:
-    """The growth of a cumulative counter over every whole 1-s window the
-    samples cover, the counter linearly interpolated at each window's ends."""
-    def at(x: float) -> float:
-        for i in range(1, len(t)):
-            if t[i] >= x:
-                span = t[i] - t[i - 1]
-                w = 0.0 if span <= 0 else (x - t[i - 1]) / span
-                return values[i - 1] + w * (values[i] - values[i - 1])
-        return float(values[-1])
-
-    start = int(t[0]) + 1
-    return [at(s + 1) - at(s) for s in range(start, int(t[-1]))]
 
 
 def _boot(out: Path, profile: Profile, image: kernel.KernelImage, accel: str,
@@ -185,8 +174,7 @@ def measure(out: Path, profile: Profile, image: kernel.KernelImage, accel: str,
             limits: dict, disks: Path) -> dict:
     """One boot with the campaign's throttled swap disk; campaign.json's
     `max_rate`. A guest failure is kept as the error."""
-    throttle = {"bps_write": limits["swap_bps_write"], "iops_write": limits["swap_iops_write"],
-                "bps_read": limits["swap_bps_read"], "iops_read": limits["swap_iops_read"]}
+    throttle = profiles.swap_throttle(limits)
     result: dict = {"reclaim_peak_mbps": None, "kswapd_busiest_cpu": None, "swapout_mb": None,
                     "allocator": allocator(profile), "error": None}
     try:

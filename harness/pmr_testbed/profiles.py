@@ -91,6 +91,12 @@ class Profile:
         }
 
 
+def swap_throttle(limits: dict[str, int]) -> dict[str, int]:
+    """qemu_limits() as the swap disk's throttling (guest.Disk.throttle)."""
+    return {key: limits[f"swap_{key}"] for key in ("bps_write", "iops_write", "bps_read",
+                                                    "iops_read")}
+
+
 def load(name: str) -> Profile:
     path = tomlfile.find(paths.PROFILES_DIR, name, "profile")
     return parse(tomlfile.load(path, "profile"), path)

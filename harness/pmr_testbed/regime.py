@@ -66,8 +66,8 @@ import numpy as np
 
 from . import profiles
 from .errors import UserError
-from .metrics import MB, RunError, load_run, per_window_mbps, read_events, read_table
-from .summary import BASELINE, Run, load_campaign
+from .metrics import MB, RunError, per_window_mbps, read_events, read_table
+from .summary import BASELINE, Run, load_campaign, load_runs
 
 REGIME_FILE = "regime.json"
 CHECKS = ("peak_over_fio", "reclaim_limited", "demand_over_reclaim", "sustained_kills",
@@ -403,16 +403,10 @@ def campaign_inputs(d: Path, ok: list[Run] | None = None) -> CampaignInputs:
     """A campaign's original runs (`ok`: those already loaded, else every
     run campaign.json records as ok and metrics.load_run accepts)."""
     campaign = load_campaign(d)
-    dirs = {e["rep"]: d / e["dir"] for e in campaign.get("runs", [])
-            if e.get("scheme") == BASELINE}
+    original = [e for e in campaign.get("runs", []) if e.get("scheme") == BASELINE]
+    dirs = {e["rep"]: d / e["dir"] for e in original}
     if ok is None:
-        ok = []
-        for e in campaign.get("runs", []):
-            if e.get("scheme") == BASELINE and e.get("status") == "ok":
-                try:
-                    ok.append(Run(e["rep"], load_run(d / e["dir"])))
-                except RunError:
-                    pass
+        ok = load_runs(d, {"schemes": [BASELINE], "runs": original})[0][BASELINE]
     runs = [original_run(dirs[r.rep], r) for r in sorted(ok, key=lambda r: r.rep)
             if r.rep in dirs]
     return CampaignInputs(d, campaign.get("profile", ""), campaign.get("swap_bandwidth"),

@@ -83,6 +83,11 @@ def _fraction(table: dict, key: str, where: str) -> float:
     return value
 
 
+def _optional(table: dict, key: str, where: str, default, allow_zero: bool = True):
+    """positive() of `key`, or `default` where the table has none."""
+    return positive(table, key, where, allow_zero) if key in table else default
+
+
 def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
     unknown = set(raw) - APP_KEYS
     if unknown:
@@ -98,12 +103,12 @@ def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
     adj_class = t.get("adj_class", "cached")
     if adj_class not in ADJ_CLASSES:
         raise UserError(f"{where}: adj_class {adj_class!r} must be one of {sorted(ADJ_CLASSES)}")
-    launch_threads = int(positive(t, "launch_threads", where)) if "launch_threads" in t else 1
+    launch_threads = int(_optional(t, "launch_threads", where, 1, allow_zero=False))
     if launch_threads > MAX_LAUNCH_THREADS:
         raise UserError(f"{where}: `launch_threads` must be 1..{MAX_LAUNCH_THREADS}, "
                         f"got {launch_threads}")
     anon_mb = positive(t, "anon_mb", where)
-    peak = positive(t, "peak_anon_mb", where) if "peak_anon_mb" in t else None
+    peak = _optional(t, "peak_anon_mb", where, None, allow_zero=False)
     if peak is not None and peak < anon_mb:
         raise UserError(f"{where}: `peak_anon_mb` ({peak}) must be >= anon_mb ({anon_mb})")
     return App(
@@ -120,11 +125,9 @@ def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
         bg_touch=bg_touch,
         adj_class=adj_class,
         launch_threads=launch_threads,
-        resume_work_ms=(positive(t, "resume_work_ms", where, allow_zero=True)
-                        if "resume_work_ms" in t else 0.0),
+        resume_work_ms=_optional(t, "resume_work_ms", where, 0.0),
         peak_anon_mb=peak,
-        fg_growth_mb_per_s=(positive(t, "fg_growth_mb_per_s", where, allow_zero=True)
-                            if "fg_growth_mb_per_s" in t else 0.0),
+        fg_growth_mb_per_s=_optional(t, "fg_growth_mb_per_s", where, 0.0),
     )
 
 

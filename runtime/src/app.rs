@@ -12,7 +12,8 @@
 //! - cold launch: map and read all its files, run the fixed CPU loop for
 //!   `init_work_ms`, fill the first `launch_fraction` of the heap from
 //!   `launch_threads` threads at once, each a contiguous share (ART's heap,
-//!   class loading and render threads all allocate while an app starts).
+//!   class loading and render threads all allocate while an app starts;
+//!   the launch's CPU and fault costs count the command thread only).
 //!   After `ready`, an activity thread fills the rest of the heap in steps
 //!   of `GROWTH_STEP` over `growth_ms`: the start-up footprint.
 //! - hot launch: run the CPU loop for `resume_work_ms` (the activity's
@@ -139,6 +140,16 @@ struct Heap {
 }
 
 impl Heap {
+    /// `pages` of address space, none written yet.
+    fn new(pages: usize, salt: u64, label: &str) -> Result<Heap> {
+        Ok(Heap {
+            region: AnonRegion::new(pages * PAGE_SIZE)?,
+            salt,
+            filled: AtomicUsize::new(0),
+            label: label.to_string(),
+        })
+    }
+
     fn words(&self) -> &[AtomicU64] {
         self.region.words()
     }
@@ -263,12 +274,7 @@ impl Process {
         meter.step("files");
         cpu_work(model.init_iters);
         meter.step("init");
-        let heap = Heap {
-            region: AnonRegion::new(model.peak_pages * PAGE_SIZE)?,
-            salt: model.salt,
-            filled: AtomicUsize::new(0),
-            label: model.label.clone(),
-        };
+        let heap = Heap::new(model.peak_pages, model.salt, &model.label)?;
         heap.fill_to_parallel(model.launch_pages, model.launch_threads);
         meter.step("heap");
         let process = Process {
@@ -504,17 +510,16 @@ mod tests {
         assert_eq!(use_growth(&m, 100, 2.5), (102, 0.5));
         assert_eq!(use_growth(&m, 102, 0.75), (102, 0.75));
         assert_eq!(use_growth(&m, 108, 5.0), (110, 0.0));
-        assert_eq!(use_growth(&m, 110, 5.0), (110, 0.0), "nothing owed at the peak");
+        assert_eq!(
+            use_growth(&m, 110, 5.0),
+            (110, 0.0),
+            "nothing owed at the peak"
+        );
     }
 
     #[test]
     fn parallel_fill_writes_every_page_once() {
-        let heap = Heap {
-            region: AnonRegion::new(103 * PAGE_SIZE).unwrap(),
-            salt: 11,
-            filled: AtomicUsize::new(0),
-            label: "t[0]".into(),
-        };
+        let heap = Heap::new(103, 11, "t[0]").unwrap();
         heap.fill_to(5);
         heap.fill_to_parallel(103, 4);
         assert_eq!(heap.filled(), 103);
@@ -540,12 +545,7 @@ mod tests {
 
     #[test]
     fn heap_canary_detects_corruption() {
-        let heap = Heap {
-            region: AnonRegion::new(8 * PAGE_SIZE).unwrap(),
-            salt: 7,
-            filled: AtomicUsize::new(0),
-            label: "t[0]".into(),
-        };
+        let heap = Heap::new(8, 7, "t[0]").unwrap();
         heap.fill_to(8);
         heap.touch(0..8).unwrap();
         heap.rewrite([2, 3], 5).unwrap();

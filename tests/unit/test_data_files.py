@@ -33,6 +33,9 @@ def test_qemu_limits_scale_the_phones_flash_by_the_reclaim_ceiling():
     slow = p.qemu_limits(15.0)
     assert slow["swap_bps_write"] == pytest.approx(same["swap_bps_write"] / 10, abs=1)
     assert p.flash_scale(15.0) == pytest.approx(0.1)
+    assert profiles.swap_throttle(same) == {
+        "bps_write": same["swap_bps_write"], "iops_write": same["swap_iops_write"],
+        "bps_read": same["swap_bps_read"], "iops_read": same["swap_iops_read"]}
     pixel5 = profiles.load("pixel5")
     assert pixel5.qemu_limits(pixel5.peak_reclaim_mbps)["swap_iops_write"] == 378 * 256
     # the phone's peak reclaim over its flash, which the regime report checks

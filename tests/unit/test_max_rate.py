@@ -38,9 +38,11 @@ def test_parse_samples_refuses_too_few(text):
         max_rate.parse_samples(text)
 
 
-def test_window_deltas_interpolate_at_whole_seconds():
-    assert max_rate.window_deltas([0.5, 1.5, 2.5, 3.5], [0, 10, 30, 30]) == [
-        pytest.approx(15.0), pytest.approx(10.0)]
+def test_samples_are_interpolated_at_whole_seconds():
+    # write sectors 0, 10, 30, 30 MB's worth at 0.5-3.5 s: 5 at 1 s, 20 at 2, 30 at 3
+    mb = 2**20 // 512
+    lines = [_line(t, s * mb, 0, 0) for t, s in ((0.5, 0), (1.5, 10), (2.5, 30), (3.5, 30))]
+    assert max_rate.parse_samples("\n".join(lines)).reclaim_peak_mbps == pytest.approx(15.0)
 
 
 def test_guest_command_swaps_on_the_disk_sets_original_and_parses(tmp_path):
