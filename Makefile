@@ -38,13 +38,13 @@ debug-kernel: setup
 smoke: setup
 	$(PMRTB) run --scenario smoke --profile pixel5 --schemes $(SCHEMES) --reps 1
 
-# Data integrity and kernel reliability under heavy swapping (README,
-# "Reliability"); extra options in RELIABILITY_ARGS, e.g.
+# Data integrity and kernel reliability under heavy swapping
+# (docs/reliability.md); extra options in RELIABILITY_ARGS, e.g.
 # RELIABILITY_ARGS="--toggle /sys/kernel/mm/lru_gen/enabled=n,y --toggles 20"
 reliability: setup
 	$(PMRTB) reliability --profile pixel5 --scheme original $(RELIABILITY_ARGS)
 
-# PMR's reliability campaign (README, "Reliability"): vm.pmr_mode switched
+# PMR's reliability campaign (docs/reliability.md): vm.pmr_mode switched
 # 0/1/2 a hundred times under heavy swapping (3 is not a mode and must be
 # refused) on the testbed kernel, starting from pmr (mode 2); pmr-faults
 # runs pmr on a swap device that runs full and on one that fails writes;
@@ -99,12 +99,13 @@ unit-sweep: setup
 # campaigns main, devices, delta (Fig. 15a), unit-<profile> (Fig. 15b) and
 # floor (no memory pressure). The time each takes on a 2-core TCG host is
 # printed first:
-#   make paper           ~3 h: main at REPS (>= 3) x 10 rounds, every scheme;
-#                        devices 1 rep x 2 rounds; the sweeps 1 rep x 2
-#                        rounds at three points each; floor 1 rep x 2 rounds
-#   make paper-quick     ~20 min: 1 rep, 1 round per run, fewer schemes
-#   make paper-thorough  ~5.5 h: everything at REPS, every sweep point on
-#                        both profiles, and `floor`
+#   make paper           ~2 h: main (original, mglru, pmr) at REPS (>= 3) x
+#                        10 rounds; devices 1 rep x 2 rounds; the sweeps
+#                        1 rep x 2 rounds at three points each; floor 1 x 2
+#   make paper-quick     ~20 min: original and pmr, main 3 rounds, the
+#                        others 1, no sweeps: the regime and pmr's direction
+#   make paper-thorough  ~8 h: everything at REPS, every scheme, every sweep
+#                        point on both profiles, and `floor`
 # Each continues a cut-off run when given its directory again:
 #   make paper PAPER_OUT=results/paper-20260101-120000
 PAPER_OUT ?= results/paper-$(STAMP)

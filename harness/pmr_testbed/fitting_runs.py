@@ -2,7 +2,7 @@
 
 On the `paper` scenario lmkd kills until the survivors fit, and how many
 apps it kills varies from repetition to repetition on either kernel (8 to
-12 in sessions 32-33). A repetition left with one app too many ends with
+12 in the campaigns of 2026-11-27). A repetition left with one app too many ends with
 swap full and its page cache thrashing for minutes, and answers more slowly
 whatever the scheme: a few such repetitions swing a scheme's medians by more
 than the schemes differ (docs/results/s33-response).

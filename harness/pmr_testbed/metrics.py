@@ -286,7 +286,7 @@ def workload_start_unix(run_dir: Path, run: dict, events: list[dict]) -> float:
 
     run.json's `started_at` is the guest's clock in whole seconds, and the
     guest set that clock from the RTC, also in whole seconds: up to 2 s
-    early (0.3-1.4 s in session 34's twelve runs). The run directory is the
+    early (0.3-1.4 s in twelve runs measured on 2026-11-27). The run directory is the
     host's, so events.jsonl's mtime is the host's time of the last event,
     whose `t_ms` is on the workload's clock: their difference is the start.
     A run directory copied without its times gives another mtime; then,

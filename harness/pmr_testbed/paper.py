@@ -27,34 +27,30 @@ summary.json and report.md, then writes one combined report over them
 Three modes (MODES), each planned to a time budget on this project's 2-core
 TCG host (estimate_s, printed before anything starts):
 
-  quick     ~20 min: 1 repetition (unless --reps says otherwise) of 1 round
-            per run; main and devices run original and pmr (no mglru nor
-            pps: they would push the total over 20 min), delta 1x/3x,
-            the unit 1 and 16 MB on pixel6pro only, `floor` 1 round. Main's and the sweeps' runs then have
-            the same rounds and reps, so main's pmr runs are also the
-            sweeps' kernel-default points (reuse_main): delta 3x (the
-            kernel's default, three times nr_to_reclaim) and the profile's
-            own unit. One round means the foreground apps' first (cold)
-            launches only, so quick results are indicative, not the
-            paper's workload.
-  full      ~3 h: main at `reps` (3 or more) x the
-            scenario's 10 rounds, every scheme (the headline ratios with
-            their spread); devices 1 rep x 2 rounds (Fig. 14 beside main:
-            the cold launches and the first hot round, in which main's
-            reclaim on pixel6pro does most of its writing); the two sweeps
-            1 rep x 2 rounds at three points (delta 1x/3x/5x, unit 64
-            kB/1 MB/16 MB): their shapes are indicative, a point has no
-            spread; `floor` 1 rep x 2 rounds (its cold launches and hot
-            switches, weighed as main's are).
-  thorough  ~5.5 h: `reps` repetitions of everything; main and devices at
-            the scenario's rounds, the sweeps 4 rounds (as `make
-            unit-sweep`) at every point (delta 1x-5x, unit 64 kB-16 MB on
-            both profiles), and `floor`.
+  quick     ~20 min: 1 repetition (unless --reps says otherwise); main
+            original and pmr at QUICK_MAIN_ROUNDS rounds (the regime report
+            needs switched apps killed and relaunched, which starts in
+            the second round), devices original and pmr 1 round, `floor`
+            1 round, no sweeps: quick results check the regime and show
+            the direction of pmr's effect, not the paper's figures.
+  full      ~2 h: main at `reps` (3 or more) x the scenario's 10 rounds
+            for original, mglru and pmr (the headline ratios with their
+            spread); devices original, pps and pmr, 1 rep x 2 rounds
+            (Fig. 14 beside main: the cold launches and the first warm
+            round); the two sweeps 1 rep x 2 rounds at three points (delta
+            1x/3x/5x, unit 64 kB/1 MB/16 MB): their shapes are indicative,
+            a point has no spread; `floor` 1 rep x 2 rounds (its cold
+            launches and warm switches, weighed as main's are).
+  thorough  `reps` repetitions of everything, main with every scheme file
+            (but the modifiers); main and devices at the scenario's
+            rounds, the sweeps 4 rounds (as `make unit-sweep`) at every
+            point (delta 1x-5x, unit 64 kB-16 MB on both profiles), and
+            `floor`.
 
 In full and thorough modes the sweeps' kernel-default point, pmr as it
 is (delta 3x, the main profile's unit), runs once, in `delta`, and the
-unit sweep takes it from there (unit_from_delta); in quick mode both take
-it from main (reuse_main).
+unit sweep takes it from there (unit_from_delta); a mode whose main ran
+the sweeps' rounds and reps would take it from main (reuse_main).
 
 Resuming: a campaign subdirectory whose campaign.json has every run of its
 plan (ok or failed) is not run again; one cut off part-way is continued,
@@ -86,6 +82,13 @@ BASELINE = "original"
 # the paper's schemes first, in this order; any other scheme file follows
 PAPER_SCHEMES = ("original", "mglru", "pps", "pmr")
 QUICK_SCHEMES = ("original", "pmr")
+# full mode's main: the headline ratios' schemes (pmr against original and
+# MGLRU); pps, the ablation, runs in devices (Fig. 14) and in thorough mode's
+# main: four schemes at 3 x 10 rounds would take main alone to 2 h
+FULL_MAIN_SCHEMES = ("original", "mglru", "pmr")
+# quick mode's main: the fewest rounds in which the regime shows (switched
+# apps killed and relaunched from the second round on, kills in both halves)
+QUICK_MAIN_ROUNDS = 3
 DEVICE_SCHEMES = ("original", "pps", "pmr")
 DELTA_KEY = "pmr_victim_target_kbytes"
 UNIT_KEY = "pmr_unmap_unit_kbytes"
@@ -120,12 +123,12 @@ class Mode:
 
 MODES = {m.name: m for m in (
     Mode("quick", default_reps=1, min_reps=1, target_s=20 * 60,
-         main_rounds=1, main_schemes=QUICK_SCHEMES, device_schemes=QUICK_SCHEMES,
-         device_reps=None, device_rounds=1, sweep_reps=None, sweep_rounds=1,
-         delta_multiples=(1, 3), units_kb=(1024, 16384),
+         main_rounds=QUICK_MAIN_ROUNDS, main_schemes=QUICK_SCHEMES,
+         device_schemes=QUICK_SCHEMES, device_reps=None, device_rounds=1, sweep_reps=None,
+         sweep_rounds=1, delta_multiples=(), units_kb=(),
          other_unit_sweep=False, floor=True, floor_reps=1, floor_rounds=1),
-    Mode("full", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=3 * 3600,
-         main_rounds=None, main_schemes=None, device_schemes=DEVICE_SCHEMES,
+    Mode("full", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=2 * 3600,
+         main_rounds=None, main_schemes=FULL_MAIN_SCHEMES, device_schemes=DEVICE_SCHEMES,
          device_reps=1, device_rounds=2, sweep_reps=1, sweep_rounds=2,
          delta_multiples=(1, 3, 5), units_kb=(64, 1024, 16384),
          other_unit_sweep=False, floor=True, floor_reps=1, floor_rounds=2),
@@ -137,15 +140,14 @@ MODES = {m.name: m for m in (
 )}
 
 # Wall time per run: (fixed s, s per round), on an AMD EPYC 2-core host.
-# The fixed ~80 s (boot, setup, the 26 background launches, shutdown) is
+# The fixed part (boot, setup, the 26 background launches, shutdown) is
 # CPU-bound and follows the host. The rounds follow the workload: with the
-# apps growing while used and warm starts doing their resume work
-# (scenarios/paper.toml), a round of `paper` on pixel6pro under original
-# takes ~59 s (10 rounds: 672 s, 2026-11-28; before those levers 31 s), on
-# pixel6pro-roomy ~46 s (2 rounds: 172 s). pixel5's is pixel6pro's times
-# the ratio measured before the levers (47 / 31 s), not measured since.
-RUN_S = {"pixel6pro": (80.0, 59.0), "pixel5": (58.0, 89.0),
-         "pixel6pro-roomy": (80.0, 46.0)}
+# background apps in use between the switches, the apps growing while used
+# and warm starts doing their resume work (scenarios/paper.toml), a round
+# of `paper` on pixel6pro under original takes ~51 s (10 rounds: 571 s,
+# 2026-11-28).
+RUN_S = {"pixel6pro": (62.0, 51.0), "pixel5": (58.0, 77.0),
+         "pixel6pro-roomy": (62.0, 50.0)}
 # per campaign: the kernel's up-to-date check, the (cached) dilation, the report
 CAMPAIGN_OVERHEAD_S = 10.0
 # the fio boot (swap_bandwidth.py): boot, 18 s of fio, shutdown
@@ -272,11 +274,10 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None,
     sweep_rounds = min(m.sweep_rounds or scenario_rounds, scenario_rounds)
     device_reps, sweep_reps = m.device_reps or reps, m.sweep_reps or reps
     found = discover_schemes()
-    main_schemes = tuple(s for s in m.main_schemes if s in found) if m.main_schemes else \
-        tuple(found)
-    for needed in m.device_schemes:
-        if needed not in main_schemes:
+    for needed in (*(m.main_schemes or ()), *m.device_schemes):
+        if needed not in found:
             raise UserError(f"schemes/{needed}.toml is missing: the evaluation needs {needed}")
+    main_schemes = m.main_schemes or tuple(found)
     delta = delta_points(main_profile, m.delta_multiples)
     unit_schemes = tuple(f"pmr@{UNIT_KEY}={kb}" for kb in m.units_kb)
     reuse_main = (main_rounds, reps) == (sweep_rounds, sweep_reps)
@@ -297,10 +298,13 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None,
                      main_schemes, reps, main_rounds, swap_bandwidth=True, max_rate=True),
         CampaignSpec("devices", "Fig. 14 (with main's pixel6pro runs)", OTHER_PROFILE,
                      m.device_schemes, device_reps, device_rounds, swap_bandwidth=True),
-        CampaignSpec("delta", "Fig. 15a", MAIN_PROFILE, delta_run, sweep_reps, sweep_rounds),
-        CampaignSpec(f"unit-{MAIN_PROFILE}", "Fig. 15b", MAIN_PROFILE, main_units, sweep_reps,
-                     sweep_rounds),
     ]
+    if delta_run:
+        campaigns.append(CampaignSpec("delta", "Fig. 15a", MAIN_PROFILE, delta_run, sweep_reps,
+                                      sweep_rounds))
+    if main_units:
+        campaigns.append(CampaignSpec(f"unit-{MAIN_PROFILE}", "Fig. 15b", MAIN_PROFILE,
+                                      main_units, sweep_reps, sweep_rounds))
     if m.other_unit_sweep:
         campaigns.append(CampaignSpec(f"unit-{OTHER_PROFILE}", "Fig. 15b", OTHER_PROFILE,
                                       unit_schemes, sweep_reps, sweep_rounds))

@@ -23,7 +23,7 @@ one section per figure, plot first:
 Figs. 11-13 are main's own plots (main/plots/). Table 3 (reclaim CPU) and
 the flash write volume are tables. A last section lists what fell short
 of its target with the figures of the same runs that bear on it
-(shortfall.py); what we make of them is in the README.
+(shortfall.py); what we make of them is in docs/regime.md.
 """
 
 from __future__ import annotations
@@ -663,12 +663,14 @@ def _base_ratio(ok: dict[str, list[Run]] | None, scheme: str, figure: str) -> st
 
 
 def fig14_rounds_text(p: PaperPlan) -> str:
-    """Says so when Fig. 14's two campaigns ran different rounds (full mode)."""
+    """Says so when Fig. 14's two campaigns ran different rounds (quick and
+    full modes)."""
     dev, main = p.campaign("devices"), p.campaign("main")
     if dev is None or main is None or dev.rounds == main.rounds:
         return ""
-    return (f" `devices` ran {dev.rounds} rounds and `main` {main.rounds}: the {OTHER_PROFILE} "
-            f"figures are over {dev.rounds} rounds, the {MAIN_PROFILE} ones over {main.rounds} "
+    d = f"{dev.rounds} round{'' if dev.rounds == 1 else 's'}"
+    return (f" `devices` ran {d} and `main` {main.rounds}: the {OTHER_PROFILE} "
+            f"figures are over {d}, the {MAIN_PROFILE} ones over {main.rounds} "
             "(the means over the seconds in which the swap disk wrote).")
 
 
@@ -831,18 +833,50 @@ def shortfall_lines(p: PaperPlan, ratios: dict[str, dict],
 
 
 def paper_regime(p: PaperPlan, collected: dict[str, Collected]) -> dict | None:
-    """The regime over main's and floor's original runs (regime.py), from
-    the runs collect() loaded; None before main has results."""
-    main, floor = collected.get("main"), collected.get("floor")
+    """The regime over main's, floor's and devices' original runs
+    (regime.py), from the runs collect() loaded; None before main has
+    results."""
+    main, floor, devices = (collected.get(n) for n in ("main", "floor", "devices"))
     if main is None or main.ok is None:
         return None
     return regime_mod.build(p.out, "paper", main.ok.get(BASELINE, []),
-                            floor.ok.get(BASELINE, []) if floor and floor.ok else None)
+                            floor.ok.get(BASELINE, []) if floor and floor.ok else None,
+                            devices.ok.get(BASELINE, []) if devices and devices.ok else None)
 
 
 def regime_lines(regime: dict | None) -> list[str]:
     return regime_mod.markdown_lines(regime) if regime else [
         "The main campaign has no results yet.", ""]
+
+
+def sweep_lines(p: PaperPlan, drows: list[tuple], units: dict[str, list[tuple]],
+                default_target: float | None, three: float | None) -> list[str]:
+    """paper.md's Figs. 15a and 15b."""
+    return [
+        "## Fig. 15a: response time against the victim target δ", "",
+        _plot("fig15a", "Fig. 15a"), "",
+        f"pmr with `{DELTA_KEY}` at k x kswapd's nr_to_reclaim, computed from the guest's "
+        f"high watermark as the harness sets it ({p.nr_to_reclaim_pages:,} pages); 3x is the "
+        "kernel's default. The paper (§5.5) swept 154-770 MB on the phone: response time "
+        "falls, then rises again, with a limited effect overall."
+        + (f" The kernel's own default, as kshrinkd reported it in main's pmr runs: "
+           f"{_fmt(default_target)} MB (3x here: {three / 1024:.1f} MB)."
+           if default_target is not None and three else "")
+        + (f" `{MAIN_PMR}`: main's pmr runs (same rounds and reps as this sweep in this "
+           "mode), whose victim target is the kernel's default (0)." if p.reuse_main else "")
+        + (f" The 3x point is `{DEFAULT_PMR}` as it is, the kernel's default (0), which is also "
+           "the unit sweep's point at the profile's own unit." if p.unit_from_delta else ""),
+        "", *fig15a_table(p, drows), "",
+        "## Fig. 15b: reclaim throughput against the unmap unit", "",
+        _plot("fig15b", "Fig. 15b"), "",
+        f"pmr with `{UNIT_KEY}` at each unit. The paper (§5.5): the best unit is 1 MB on the "
+        "Pixel 5 and 10 MB on the Pixel 6 Pro."
+        + (f" `{MAIN_PMR}`: main's pmr runs (same rounds and reps in this mode), at "
+           f"{MAIN_PROFILE}'s own unit ({p.main_unit_kb} kB)." if p.reuse_main else "")
+        + (f" `{DELTA_PMR}`: the delta sweep's `{DEFAULT_PMR}` runs, at {MAIN_PROFILE}'s own "
+           f"unit ({p.main_unit_kb} kB)." if p.unit_from_delta else ""), "",
+        *(fig15b_lines(units) or ["No unit campaign yet."]),
+    ]
 
 
 def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict],
@@ -857,15 +891,15 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
     three = next((kb for k, kb, *_ in drows if k == 3), None)
     mode = f"{p.mode}: " + "; ".join(
         f"{n} {c.spec.reps} x {c.spec.rounds}" for n, c in collected.items()) + \
-        " (reps x rounds)" + ("; one round covers the cold launches only: indicative"
-                              if p.quick else "")
+        " (reps x rounds)" + ("; quick: the regime and the direction of pmr's effect, "
+                              "not the paper's figures" if p.quick else "")
     lines = [
         "# The PMR paper's evaluation on the emulated phone", "",
         f"Mode {mode}; seed {p.seed}; written {time.strftime('%Y-%m-%d %H:%M:%S')}. "
         "Every figure is the median over reps with `[min, max]` across them; ratios pair rep "
         "i of one scheme with rep i of the other. Each campaign's own report has every "
         "number; the paper's phones run Android on real flash, ours a scaled QEMU guest "
-        "(README), so compare ratios and shapes, not absolute values.", "",
+        "(docs/testbed.md), so compare ratios and shapes, not absolute values.", "",
         *(f"> ⚠ {w}" for w in kernel_warnings(collected)), "",
         "## Campaigns", "", *campaigns_table(collected), "", *time_lines(p, collected), "",
         "## Regime (pixel6pro, original)", "", *regime_lines(regime),
@@ -908,29 +942,9 @@ def render(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict
         f"Swap-device write throughput on `{OTHER_PROFILE}` (the `devices` campaign) and "
         f"`{MAIN_PROFILE}` (`main`); ratio = {MAIN_PROFILE} / {OTHER_PROFILE} of the medians."
         + fig14_rounds_text(p), "", *fig14_table(devices), "",
-        "## Fig. 15a: response time against the victim target δ", "",
-        _plot("fig15a", "Fig. 15a"), "",
-        f"pmr with `{DELTA_KEY}` at k x kswapd's nr_to_reclaim, computed from the guest's "
-        f"high watermark as the harness sets it ({p.nr_to_reclaim_pages:,} pages); 3x is the "
-        "kernel's default. The paper (§5.5) swept 154-770 MB on the phone: response time "
-        "falls, then rises again, with a limited effect overall."
-        + (f" The kernel's own default, as kshrinkd reported it in main's pmr runs: "
-           f"{_fmt(default_target)} MB (3x here: {three / 1024:.1f} MB)."
-           if default_target is not None and three else "")
-        + (f" `{MAIN_PMR}`: main's pmr runs (same rounds and reps as this sweep in this "
-           "mode), whose victim target is the kernel's default (0)." if p.reuse_main else "")
-        + (f" The 3x point is `{DEFAULT_PMR}` as it is, the kernel's default (0), which is also "
-           "the unit sweep's point at the profile's own unit." if p.unit_from_delta else ""),
-        "", *fig15a_table(p, drows), "",
-        "## Fig. 15b: reclaim throughput against the unmap unit", "",
-        _plot("fig15b", "Fig. 15b"), "",
-        f"pmr with `{UNIT_KEY}` at each unit. The paper (§5.5): the best unit is 1 MB on the "
-        "Pixel 5 and 10 MB on the Pixel 6 Pro."
-        + (f" `{MAIN_PMR}`: main's pmr runs (same rounds and reps in this mode), at "
-           f"{MAIN_PROFILE}'s own unit ({p.main_unit_kb} kB)." if p.reuse_main else "")
-        + (f" `{DELTA_PMR}`: the delta sweep's `{DEFAULT_PMR}` runs, at {MAIN_PROFILE}'s own "
-           f"unit ({p.main_unit_kb} kB)." if p.unit_from_delta else ""), "",
-        *(fig15b_lines(units) or ["No unit campaign yet."]),
+        *(sweep_lines(p, drows, units, default_target, three) if p.delta else [
+            "## Figs. 15a-b: the δ and unit sweeps", "",
+            f"Not run in {p.mode} mode (`pmrtb paper` without --quick runs them).", ""]),
         "## Table 3: reclaim CPU time", "",
         "CPU seconds of the reclaim threads over a run (threads_cpu.json), beside the paper's "
         "Table 3 (seconds over its workload on the phone: compare the ratios). \"Until lmkd's "
@@ -1010,8 +1024,9 @@ def write(p: PaperPlan, collected: dict[str, Collected]) -> Path:
     plot_fig6(main.ok if main else None, colours, plot_dir / PLOTS["fig6"])
     plot_fig7(schemes, plot_dir / PLOTS["fig7"])
     plot_fig14(_device_entries(collected), plot_dir / PLOTS["fig14"])
-    plot_fig15a(p, delta_rows(p, collected), plot_dir / PLOTS["fig15a"])
-    plot_fig15b(unit_points(p, collected), plot_dir / PLOTS["fig15b"])
+    if p.delta:
+        plot_fig15a(p, delta_rows(p, collected), plot_dir / PLOTS["fig15a"])
+        plot_fig15b(unit_points(p, collected), plot_dir / PLOTS["fig15b"])
     (p.out / "paper_summary.json").write_text(
         json.dumps(paper_summary(p, collected, ratios), indent=2) + "\n")
     regime = paper_regime(p, collected)

@@ -7,7 +7,8 @@ outside it cannot show them. regime.json and the report's Regime section
 answer it from the `original` scheme's runs only.
 
 DIR is a `pmrtb paper` output (original's runs, the fio bandwidth and
-`max_rate` from main/, the demand from floor/ when the mode ran it) or one
+`max_rate` from main/, the demand from floor/ when the mode ran it, and
+under `devices` the other phone's peak_over_fio from devices/) or one
 campaign's results directory (`pmrtb run`: campaign.json and
 runs/<scheme>-r<rep>/). Each check has a value, a range (lo and hi
 inclusive, None where open) and passes only when its value is in range; a
@@ -321,14 +322,16 @@ def kswapd_busiest_cpu(t_ms: list[float], cpu_s: list[float], since_ms: float = 
     """The largest growth of kswapd's CPU seconds over a 1-s window (whole
     seconds of workload time, the counter linearly interpolated, as
     metrics.per_window_mbps does) among the windows that start at or after
-    since_ms: CPUs. None without a full window."""
+    since_ms: CPUs, to the counter's resolution (one clock tick, 0.01 s, per
+    1-s window), so that 0.9 CPU read through sums of floats is 0.9. None
+    without a full window."""
     if len(t_ms) < 2:
         return None
     # per_window_mbps gives growth per second in units of MB: scale seconds by MB
     starts, per_s = per_window_mbps(np.asarray(t_ms, dtype=float),
                                     np.asarray(cpu_s, dtype=float) * MB)
     after = [v for t, v in zip(starts, per_s) if t * 1000 >= since_ms]
-    return max(after) if after else None
+    return round(float(max(after)), 2) if after else None
 
 
 def reported(runs: list[OriginalRun]) -> list[dict]:
@@ -418,14 +421,11 @@ def evaluate(main: CampaignInputs, floor: CampaignInputs | None, source: dict,
     """regime.json's content from the loaded campaigns."""
     runs = main.runs
     peaks = [r.reclaim_peak_mbps for r in runs]
-    bw = main.swap_bandwidth or {}
-    fio_missing = (f"the fio measurement failed: {bw['error']}" if bw.get("error") else NO_FIO)
     switches = [[e for e in r.events if e["type"] == "switch"] for r in runs]
     kills = [([float(e["t_ms"]) for e in r.events if e["type"] == "kill"],
               max((float(e["t_ms"]) for e in r.events), default=0.0)) for r in runs]
     checks = [
-        peak_over_fio(peaks, bw.get("write_mbps"), peak_over_fio_range(main.profile),
-                      PAPER_PEAK_OVER_FIO.get(main.profile, "–"), fio_missing),
+        campaign_peak_over_fio(main),
         reclaim_limited(main.max_rate, peaks, [r.kswapd_busiest_cpu for r in runs]),
         demand_over_reclaim(None if floor is None else
                             [r.anon_growth_peak_mbps for r in floor.runs], peaks, floor_missing),
@@ -435,6 +435,15 @@ def evaluate(main: CampaignInputs, floor: CampaignInputs | None, source: dict,
     ]
     return {"profile": main.profile, "source": source, "checks": checks,
             "reported": reported(runs)}
+
+
+def campaign_peak_over_fio(c: CampaignInputs) -> dict:
+    """peak_over_fio of a campaign's original runs against its own fio."""
+    bw = c.swap_bandwidth or {}
+    fio_missing = (f"the fio measurement failed: {bw['error']}" if bw.get("error") else NO_FIO)
+    return peak_over_fio([r.reclaim_peak_mbps for r in c.runs], bw.get("write_mbps"),
+                         peak_over_fio_range(c.profile),
+                         PAPER_PEAK_OVER_FIO.get(c.profile, "–"), fio_missing)
 
 
 def _source(root: Path, c: CampaignInputs) -> dict:
@@ -453,10 +462,12 @@ def layout(d: Path) -> str:
 
 
 def build(root: Path, kind: str, main_ok: list[Run] | None = None,
-          floor_ok: list[Run] | None = None) -> dict:
+          floor_ok: list[Run] | None = None, devices_ok: list[Run] | None = None) -> dict:
     """The regime of `root`, laid out as `kind` (layout()); the runs already
-    loaded may be given (original's ok runs of main, of floor). A campaign
-    without original runs gives every check missing."""
+    loaded may be given (original's ok runs of main, floor and devices). A
+    campaign without original runs gives every check missing. A `pmrtb
+    paper` output with a devices campaign also gets `devices`: the other
+    phone's peak_over_fio, the one check that profile has a range for."""
     main_dir = root / "main" if kind == "paper" else root
     main = campaign_inputs(main_dir, main_ok)
     floor = None
@@ -467,7 +478,12 @@ def build(root: Path, kind: str, main_ok: list[Run] | None = None,
         floor_missing = NO_FLOOR + ": a single campaign has none"
     source = {"layout": kind, "main": _source(root, main),
               "floor": _source(root, floor) if floor else None}
-    return evaluate(main, floor, source, floor_missing)
+    result = evaluate(main, floor, source, floor_missing)
+    if kind == "paper" and (root / "devices" / "campaign.json").exists():
+        devices = campaign_inputs(root / "devices", devices_ok)
+        result["devices"] = {"profile": devices.profile, "source": _source(root, devices),
+                             "checks": [campaign_peak_over_fio(devices)]}
+    return result
 
 
 def regime(d: Path) -> dict:
@@ -550,6 +566,11 @@ def markdown_lines(result: dict) -> list[str]:
     if gaps := [c for c in checks if c["missing"]]:
         lines += [f"- `{c['name']}`: {c['missing']}" for c in gaps]
         lines.append("")
+    if other := result.get("devices"):
+        lines += [f"On `{other['profile']}` (`devices`): " + "; ".join(
+            f"{c['name']} {ours_text(c)} (range {range_text(c['lo'], c['hi'])}): "
+            f"{result_text(c)}" + (f" ({c['missing']})" if c["missing"] else "")
+            for c in other["checks"]) + ".", ""]
     parts = [f"{r['name']} {fmt(r['value'])} (paper {r['paper']})" for r in result["reported"]]
     lines += ["Reported without a range: " + "; ".join(parts) + ".", ""]
     return lines

@@ -23,7 +23,9 @@ APP_KEYS = {
 MAX_LAUNCH_THREADS = 16   # as the runtime's spec.rs
 ADJ_CLASSES = {"cached", "perceptible", "service", "persistent"}
 SCENARIO_KEYS = {"name", "description", "rounds", "dwell_ms", "launch_gap_ms", "settle_ms",
-                 "deadline_s", "defaults", "system", "foreground", "background"}
+                 "deadline_s", "defaults", "system", "foreground", "background",
+                 "background_use"}
+BACKGROUND_USE_KEYS = {"every", "dwell_ms", "apps"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,16 @@ class App:
 
 
 @dataclass(frozen=True)
+class BackgroundUse:
+    """Background apps used between the switches (the paper's UI Automator):
+    after every `every`-th switch, the next of `apps` in a seeded order is
+    in front for a dwell from `dwell_ms` (hot if alive, cold if killed)."""
+    every: int
+    dwell_ms: tuple[int, int]
+    apps: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str
@@ -57,6 +69,7 @@ class Scenario:
     settle_ms: int
     deadline_s: int
     apps: list[App] = field(default_factory=list)
+    background_use: BackgroundUse | None = None
 
     @property
     def foreground(self) -> list[App]:
@@ -151,16 +164,42 @@ def parse(data: dict, path: Path) -> Scenario:
                             "adj_class = \"persistent\"")
     if not any(a.role == "foreground" for a in apps):
         raise UserError(f"{where}: needs at least one [[foreground]] app")
-    dwell = require(data, "dwell_ms", list, where)
-    if len(dwell) != 2 or not all(isinstance(x, int) and x > 0 for x in dwell) or dwell[0] > dwell[1]:
-        raise UserError(f"{where}: `dwell_ms` must be [min, max] in ms with 0 < min <= max")
     return Scenario(
         name=require(data, "name", str, where),
         description=data.get("description", ""),
         rounds=int(positive(data, "rounds", where)),
-        dwell_ms=(dwell[0], dwell[1]),
+        dwell_ms=_dwell(data, where),
         launch_gap_ms=int(positive(data, "launch_gap_ms", where, allow_zero=True)),
         settle_ms=int(positive(data, "settle_ms", where, allow_zero=True)),
         deadline_s=int(positive(data, "deadline_s", where)),
         apps=apps,
+        background_use=_background_use(data, apps, where),
     )
+
+
+def _dwell(table: dict, where: str) -> tuple[int, int]:
+    dwell = require(table, "dwell_ms", list, where)
+    if len(dwell) != 2 or not all(isinstance(x, int) and x > 0 for x in dwell) or dwell[0] > dwell[1]:
+        raise UserError(f"{where}: `dwell_ms` must be [min, max] in ms with 0 < min <= max")
+    return dwell[0], dwell[1]
+
+
+def _background_use(data: dict, apps: list[App], where: str) -> BackgroundUse | None:
+    raw = data.get("background_use")
+    if raw is None:
+        return None
+    where = f"{where} [background_use]"
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: must be a table with {', '.join(sorted(BACKGROUND_USE_KEYS))}")
+    unknown = set(raw) - BACKGROUND_USE_KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+                        f"known: {', '.join(sorted(BACKGROUND_USE_KEYS))}")
+    background = {a.name for a in apps if a.role == "background"}
+    used = raw.get("apps", "all")
+    if used == "all":
+        used = [a.name for a in apps if a.role == "background"]
+    if not isinstance(used, list) or not used or not all(n in background for n in used):
+        raise UserError(f"{where}: `apps` must be \"all\" or a list of [[background]] apps")
+    return BackgroundUse(every=int(positive(raw, "every", where)),
+                         dwell_ms=_dwell(raw, where), apps=tuple(used))

@@ -4,7 +4,7 @@ On the `paper` scenario the apps' memory exceeds RAM plus swap, so lmkd
 kills until the survivors fit. Where it stops decides the rest of the run:
 when the survivors' anonymous memory leaves too little room for their file
 pages and swap is full, reclaim can only take file pages and the run thrashes
-them until it ends (no further kill: in session 35's runs, none of lmkd's
+them until it ends (no further kill: in the runs of 2026-11-27, none of lmkd's
 wakeups after its last kill found free memory under the low watermark, and
 its thrashing figure stayed at 50% or less, half its limit; see `lmkd`
 below). One kill more

@@ -15,7 +15,7 @@ last kill and after it, kshrinkd's scanning per victim, victims that went
 back to the LRU; flash writes: the swap out until the last kill and after
 it, the kills, pages written to swap per anon page reclaimed). Facts only,
 medians of the main campaign's ok runs, scheme beside base; the
-interpretation is the README's.
+interpretation is docs/regime.md's.
 """
 
 from __future__ import annotations

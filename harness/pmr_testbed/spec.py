@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .profiles import Profile
-from .scenarios import App, Scenario
+from .scenarios import App, BackgroundUse, Scenario
 from .schemes import Scheme
 from .trace import run_trace_events
 
@@ -56,6 +56,13 @@ def app_spec(app: App, profile: Profile) -> dict:
     }
 
 
+def background_use(use: BackgroundUse | None) -> dict | None:
+    """The runtime's `scenario.background_use` (guest ms: not scaled)."""
+    if use is None:
+        return None
+    return {"every": use.every, "dwell_ms": list(use.dwell_ms), "apps": list(use.apps)}
+
+
 def memory_settings(profile: Profile) -> dict:
     """The guest's watermark and swappiness sysctls (spec.json `memory`)."""
     return {**profile.watermarks(), "swappiness": 100}
@@ -94,6 +101,7 @@ def build(*, run_id: str, out_dir: Path, seed: int, scenario: Scenario, profile:
             "foreground": [a.name for a in scenario.foreground],
             # System processes start first, then the background apps.
             "background": [a.name for a in scenario.system + scenario.background],
+            "background_use": background_use(scenario.background_use),
         },
         "apps": [app_spec(a, profile) for a in scenario.apps],
     }

@@ -6,7 +6,9 @@
 //! `launch_gap_ms` between them (each is in front while it launches), wait
 //! `settle_ms`, then follow the seeded switch plan. A switch sends `bg` to
 //! the app in front, brings the target to front, launches it (hot if it is
-//! alive, else cold), sends `fg` and dwells. The response time is from the
+//! alive, else cold), sends `fg` and dwells. A planned background use
+//! (`background_use`) does the same with a background app after the
+//! switch's dwell and is logged as a launch with role `background_use`. The response time is from the
 //! launch command to the last `ready`. An app that dies during its launch
 //! is relaunched cold; the switch is still recorded once, as cold.
 //!
@@ -112,18 +114,8 @@ impl<'a> ActivityManager<'a> {
 
         self.phase(Phase::Switching)?;
         for planned in switch_plan::plan(spec.seed, scenario) {
-            let app = self.index(&planned.app);
             let from = self.current;
-            if let Some(previous) = from.filter(|&p| !self.apps[p].is_empty()) {
-                self.command(previous, Command::Bg)?;
-            }
-            self.bring_to_front(app)?;
-            let start = Instant::now();
-            let kind = self.launch(app)?;
-            let response_ms = millis(start.elapsed());
-            let cost = self.take_launch_cost();
-            // A death right after the launch is handled like any other.
-            self.command(app, Command::Fg)?;
+            let (kind, response_ms, cost) = self.switch_to(self.index(&planned.app))?;
             self.log(&Event::Switch {
                 round: planned.round,
                 index: planned.index,
@@ -134,8 +126,36 @@ impl<'a> ActivityManager<'a> {
                 cost,
             })?;
             self.wait_for(planned.dwell)?;
+            if let Some(used) = &planned.then_use {
+                let (kind, response_ms, cost) = self.switch_to(self.index(&used.app))?;
+                self.log(&Event::Launch {
+                    app: &used.app,
+                    kind,
+                    response_ms,
+                    role: "background_use",
+                    cost,
+                })?;
+                self.wait_for(used.dwell)?;
+            }
         }
         self.phase(Phase::Done)
+    }
+
+    /// Send `bg` to the app in front, bring `app` to the front, launch it
+    /// (hot if alive, else cold) and send it `fg`: the launch's kind,
+    /// response time (launch command to the last `ready`) and cost.
+    fn switch_to(&mut self, app: usize) -> Result<(LaunchKind, f64, BTreeMap<String, f64>)> {
+        if let Some(previous) = self.current.filter(|&p| !self.apps[p].is_empty()) {
+            self.command(previous, Command::Bg)?;
+        }
+        self.bring_to_front(app)?;
+        let start = Instant::now();
+        let kind = self.launch(app)?;
+        let response_ms = millis(start.elapsed());
+        let cost = self.take_launch_cost();
+        // A death right after the launch is handled like any other.
+        self.command(app, Command::Fg)?;
+        Ok((kind, response_ms, cost))
     }
 
     /// Kill every app process (end of the run).

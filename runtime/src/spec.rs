@@ -214,6 +214,21 @@ pub struct Scenario {
     pub settle_ms: f64,
     pub foreground: Vec<String>,
     pub background: Vec<String>,
+    /// Background apps brought to the front between switches; none if absent.
+    #[serde(default)]
+    pub background_use: Option<BackgroundUse>,
+}
+
+/// Background apps kept in use between the switches (the paper's UI
+/// Automator, §5.1): after every `every`-th switch's dwell, the next of
+/// `apps` in a seeded order comes to the front for a dwell drawn from
+/// `dwell_ms`, launched hot if alive and cold if lmkd killed it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackgroundUse {
+    pub every: u32,
+    pub dwell_ms: [f64; 2],
+    pub apps: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -448,6 +463,20 @@ impl Spec {
             non_negative(s.launch_gap_ms) && non_negative(s.settle_ms),
             "scenario.launch_gap_ms and settle_ms must be >= 0"
         );
+        if let Some(u) = &s.background_use {
+            ensure!(u.every >= 1, "scenario.background_use.every must be >= 1");
+            ensure!(
+                non_negative(u.dwell_ms[0]) && u.dwell_ms[0] <= u.dwell_ms[1],
+                "scenario.background_use.dwell_ms must be [low, high] with 0 <= low <= high"
+            );
+            ensure!(!u.apps.is_empty(), "scenario.background_use.apps is empty");
+            for name in &u.apps {
+                ensure!(
+                    s.background.contains(name),
+                    "scenario.background_use.apps names {name:?}, which is not a background app"
+                );
+            }
+        }
         let mut seen = HashSet::new();
         for name in s.foreground.iter().chain(&s.background) {
             ensure!(
@@ -616,6 +645,22 @@ mod tests {
             }),
             ("resume_work_ms must be >= 0", |v| {
                 v["apps"][0]["resume_work_ms"] = (-1.0).into()
+            }),
+            ("background_use.every must be >= 1", |v| {
+                v["scenario"]["background_use"] =
+                    serde_json::json!({"every": 0, "dwell_ms": [1, 2], "apps": ["firefox"]})
+            }),
+            ("background_use.dwell_ms", |v| {
+                v["scenario"]["background_use"] =
+                    serde_json::json!({"every": 1, "dwell_ms": [2, 1], "apps": ["firefox"]})
+            }),
+            ("background_use.apps is empty", |v| {
+                v["scenario"]["background_use"] =
+                    serde_json::json!({"every": 1, "dwell_ms": [1, 2], "apps": []})
+            }),
+            ("not a background app", |v| {
+                v["scenario"]["background_use"] =
+                    serde_json::json!({"every": 1, "dwell_ms": [1, 2], "apps": ["chrome"]})
             }),
         ];
         for (needle, mutate) in cases {

@@ -8,6 +8,12 @@
 //! the previous round ended with (a "switch" to the app already in front
 //! would be no switch): if the shuffle does that, the first app swaps
 //! places with a randomly chosen other one.
+//!
+//! With `background_use`, every `every`-th switch is followed by the use
+//! of a background app: its `apps` in shuffled cycles (each used once per
+//! cycle), dwell times from `background_use.dwell_ms`. Their
+//! order and dwells have streams of their own, so the switches are the
+//! same with or without them.
 
 use crate::spec::Scenario;
 use rand::seq::SliceRandom;
@@ -22,14 +28,37 @@ pub struct PlannedSwitch {
     pub index: u32,
     pub app: String,
     pub dwell: Duration,
+    /// The background app used after this switch's dwell, if any.
+    pub then_use: Option<PlannedUse>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedUse {
+    pub app: String,
+    pub dwell: Duration,
+}
+
+fn stream(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    rng
+}
+
+fn draw_dwell(rng: &mut ChaCha8Rng, [low, high]: [f64; 2]) -> Duration {
+    let dwell_ms = if low < high {
+        rng.gen_range(low..=high)
+    } else {
+        low
+    };
+    Duration::from_secs_f64(dwell_ms / 1e3)
 }
 
 pub fn plan(seed: u64, scenario: &Scenario) -> Vec<PlannedSwitch> {
-    let mut order_rng = ChaCha8Rng::seed_from_u64(seed);
-    order_rng.set_stream(1);
-    let mut dwell_rng = ChaCha8Rng::seed_from_u64(seed);
-    dwell_rng.set_stream(2);
-    let [low, high] = scenario.dwell_ms;
+    let mut order_rng = stream(seed, 1);
+    let mut dwell_rng = stream(seed, 2);
+    let mut use_order_rng = stream(seed, 3);
+    let mut use_dwell_rng = stream(seed, 4);
+    let mut use_queue: Vec<String> = Vec::new();
 
     let mut switches = Vec::new();
     let mut last: Option<String> = None;
@@ -41,17 +70,28 @@ pub fn plan(seed: u64, scenario: &Scenario) -> Vec<PlannedSwitch> {
             apps.swap(0, other);
         }
         for (index, app) in apps.into_iter().enumerate() {
-            let dwell_ms = if low < high {
-                dwell_rng.gen_range(low..=high)
-            } else {
-                low
-            };
+            let dwell = draw_dwell(&mut dwell_rng, scenario.dwell_ms);
             last = Some(app.clone());
+            let then_use = scenario
+                .background_use
+                .as_ref()
+                .filter(|u| (switches.len() as u32 + 1) % u.every == 0)
+                .map(|u| {
+                    if use_queue.is_empty() {
+                        use_queue = u.apps.clone();
+                        use_queue.shuffle(&mut use_order_rng);
+                    }
+                    PlannedUse {
+                        app: use_queue.remove(0),
+                        dwell: draw_dwell(&mut use_dwell_rng, u.dwell_ms),
+                    }
+                });
             switches.push(PlannedSwitch {
                 round,
                 index: index as u32,
                 app,
-                dwell: Duration::from_secs_f64(dwell_ms / 1e3),
+                dwell,
+                then_use,
             });
         }
     }
@@ -112,6 +152,36 @@ mod tests {
             let p = plan(seed, &scenario(&["a", "b"], 20));
             assert!(p.windows(2).all(|w| w[0].app != w[1].app), "seed {seed}");
         }
+    }
+
+    #[test]
+    fn background_use_cycles_through_every_background_app() {
+        use crate::spec::BackgroundUse;
+        let plain = scenario(&["a", "b", "c"], 4);
+        let with_use = Scenario {
+            background_use: Some(BackgroundUse {
+                every: 2,
+                dwell_ms: [100.0, 200.0],
+                apps: ["x", "y", "z", "w"].map(String::from).to_vec(),
+            }),
+            ..plain.clone()
+        };
+        let p = plan(5, &with_use);
+        let uses: Vec<&PlannedUse> = p.iter().filter_map(|s| s.then_use.as_ref()).collect();
+        // after switches 2, 4, ..., 12
+        assert_eq!(uses.len(), 6);
+        assert!(p.iter().step_by(2).all(|s| s.then_use.is_none()));
+        let mut cycle: Vec<&str> = uses[..4].iter().map(|u| u.app.as_str()).collect();
+        cycle.sort();
+        assert_eq!(cycle, ["w", "x", "y", "z"]);
+        assert!(uses
+            .iter()
+            .all(|u| (0.1..=0.2).contains(&u.dwell.as_secs_f64())));
+        // the switches themselves do not change
+        let strip =
+            |p: Vec<PlannedSwitch>| p.into_iter().map(|s| (s.app, s.dwell)).collect::<Vec<_>>();
+        assert_eq!(strip(p), strip(plan(5, &plain)));
+        assert!(plan(5, &plain).iter().all(|s| s.then_use.is_none()));
     }
 
     #[test]

@@ -128,6 +128,7 @@ fn kill_once(registry: &ProcRegistry, control: &Control, app: &str, when: impl F
 fn activity_manager_runs_scenarios() {
     scenario_runs_to_completion();
     deaths_are_logged_and_dead_apps_relaunch_cold();
+    background_apps_in_use_come_to_the_front();
     deadline_fails_the_run();
 }
 
@@ -236,6 +237,36 @@ fn deaths_are_logged_and_dead_apps_relaunch_cold() {
         out.registry.iter().all(|(_, e)| e.app != "firefox"),
         "dead apps are unregistered"
     );
+}
+
+fn background_apps_in_use_come_to_the_front() {
+    let s = Scratch::new("am-background-use", |v| {
+        fast_scenario(v);
+        v["scenario"]["background_use"] =
+            serde_json::json!({"every": 1, "dwell_ms": [20, 40], "apps": ["whatsapp"]});
+    });
+    let out = run(&s, Duration::from_secs(60), |registry, control| {
+        // whatsapp once it is in the background after its launch (the
+        // previous app, before any switch): its first use is cold
+        kill_once(registry, control, "whatsapp", |adj| adj == 700);
+    });
+    out.result.unwrap();
+    let switches = of_type(&out.events, "switch");
+    assert_eq!(switches.len(), 4, "uses add no switch");
+    let uses: Vec<&Value> = of_type(&out.events, "launch")
+        .into_iter()
+        .filter(|e| e["role"] == "background_use")
+        .collect();
+    assert_eq!(uses.len(), 4, "one use after every switch");
+    assert!(uses.iter().all(|e| e["app"] == "whatsapp"));
+    let kinds: Vec<&str> = uses.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["cold", "hot", "hot", "hot"], "killed, then alive");
+    // the switch after a use comes from the background app
+    assert!(switches[1..].iter().all(|e| e["from"] == "whatsapp"));
+    assert_launch_costs(&out.events);
+    // the last use sent the last switched app back: whatsapp is in front
+    let adjs = adjs_by_app(&out.registry);
+    assert!(adjs.contains(&("whatsapp".to_string(), 0)), "{adjs:?}");
 }
 
 fn deadline_fails_the_run() {

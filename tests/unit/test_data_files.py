@@ -293,6 +293,28 @@ def test_app_levers_parse_scale_and_validate(tmp_path):
             _scenario(tmp_path, BASE + f'[[foreground]]\nname = "a"\nanon_mb = 600\n{bad}\n')
 
 
+def test_background_use_parses_and_reaches_the_runtime(tmp_path):
+    apps = ('[[foreground]]\nname = "a"\nanon_mb = 600\n'
+            '[[background]]\nname = "b"\nanon_mb = 100\n'
+            '[[background]]\nname = "c"\nanon_mb = 100\n')
+    # TOML tables must follow the top-level keys
+    s = _scenario(tmp_path, BASE.replace("[defaults]", "background_use = { every = 2, "
+                                         "dwell_ms = [500, 900] }\n[defaults]") + apps)
+    assert s.background_use == scenarios.BackgroundUse(every=2, dwell_ms=(500, 900),
+                                                       apps=("b", "c"))
+    assert spec.background_use(s.background_use) == {"every": 2, "dwell_ms": [500, 900],
+                                                      "apps": ["b", "c"]}
+    assert _scenario(tmp_path, BASE + apps).background_use is None
+    assert spec.background_use(None) is None
+    for bad, msg in (('{ every = 0, dwell_ms = [1, 2] }', "must be > 0"),
+                     ('{ every = 1, dwell_ms = [2, 1] }', "dwell_ms"),
+                     ('{ every = 1, dwell_ms = [1, 2], apps = ["a"] }', "list of \\[\\[background"),
+                     ('{ every = 1, dwell_ms = [1, 2], often = 1 }', "unknown key")):
+        with pytest.raises(UserError, match=msg):
+            _scenario(tmp_path, BASE.replace("[defaults]", f"background_use = {bad}\n[defaults]")
+                      + apps)
+
+
 def test_paper_scenario_levers_stay_within_the_phones_footprints():
     s = scenarios.load("paper")
     for a in s.foreground:

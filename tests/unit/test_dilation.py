@@ -73,7 +73,7 @@ def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
     (tmp_path / "pmr-guest").write_text("")
     monkeypatch.setattr(dilation, "_host_bench", lambda: {
         "ns_per_page": 40.0, "work_iters_per_ms": 400e3, "fault_ns_per_page": 2500.0})
-    # one boot far off, as session 37 saw (9.98, then 16.65 on the same setup)
+    # one boot far off, as measured once (9.98, then 16.65 on the same setup)
     per_boot = iter([(400.0, 34000.0), (660.0, 50000.0), (420.0, 33000.0)])
     consoles = []
 

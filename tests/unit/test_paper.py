@@ -33,8 +33,9 @@ def _delta_kb(scheme: str) -> int:
 def test_quick_plan(tmp_path):
     p = paper.plan(tmp_path / "out", mode="quick")
     assert (p.reps, p.seed) == (1, 1)
-    assert [c.name for c in p.campaigns] == ["main", "devices", "delta", "unit-pixel6pro",
-                                             "floor"]
+    # no sweeps: quick mode checks the regime and shows pmr's direction
+    assert [c.name for c in p.campaigns] == ["main", "devices", "floor"]
+    assert p.delta == [] and not p.reuse_main and not p.unit_from_delta
     by_name = {c.name: c for c in p.campaigns}
     assert by_name["main"].schemes == ("original", "pmr")
     assert (by_name["main"].profile, by_name["devices"].profile) == ("pixel6pro", "pixel5")
@@ -42,25 +43,19 @@ def test_quick_plan(tmp_path):
     # the regime's demand_over_reclaim needs the floor
     assert (by_name["floor"].profile, by_name["floor"].schemes) == ("pixel6pro-roomy",
                                                                    ("original",))
-    assert all(c.rounds == 1 and c.reps == 1 for c in p.campaigns)
-    assert [d.multiple for d in p.delta] == [1, 3]
-    # main's pmr runs have the sweeps' rounds and reps: they are the kernel's
-    # default delta (3x) and pixel6pro's own unit, which are not run again
-    assert p.reuse_main and p.main_unit_kb == profiles.load("pixel6pro").unmap_unit_kb
-    assert by_name["delta"].schemes == tuple(d.scheme for d in p.delta if d.multiple != 3)
-    own = p.main_unit_kb
-    assert own in (1024, 4096, 16384)
-    assert by_name["unit-pixel6pro"].schemes == tuple(
-        f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (1024, 16384) if kb != own)
+    assert all(c.reps == 1 for c in p.campaigns)
+    # relaunches need rounds after the first: main runs several, the others one
+    assert by_name["main"].rounds == paper.QUICK_MAIN_ROUNDS >= 2
+    assert by_name["devices"].rounds == by_name["floor"].rounds == 1
     # main and devices end with the fio boot (the regime's peak_over_fio on
     # both profiles), main with the max-rate boot too (reclaim_limited)
     assert [c.name for c in p.campaigns if c.swap_bandwidth] == ["main", "devices"]
     assert [c.name for c in p.campaigns if c.max_rate] == ["main"]
     assert by_name["main"].request(p.out, 1).swap_bandwidth
-    assert not by_name["delta"].request(p.out, 1).swap_bandwidth
+    assert not by_name["floor"].request(p.out, 1).swap_bandwidth
 
 
-def test_full_plan_runs_every_scheme_file(tmp_path, monkeypatch):
+def test_full_plan_runs_the_headline_schemes(tmp_path, monkeypatch):
     schemes_dir = tmp_path / "schemes"
     shutil.copytree(paths.SCHEMES_DIR, schemes_dir)
     (schemes_dir / "ice.toml").write_text('name = "ice"\ndescription = "Ice"\npolicies = ["ice"]\n')
@@ -69,7 +64,12 @@ def test_full_plan_runs_every_scheme_file(tmp_path, monkeypatch):
     assert p.mode == "full" and not p.quick
     by_name = {c.name: c for c in p.campaigns}
     assert list(by_name) == ["main", "devices", "delta", "unit-pixel6pro", "floor"]
-    assert by_name["main"].schemes == ("original", "mglru", "pps", "pmr", "ice")
+    # the headline ratios' schemes; pps (the ablation) runs in devices
+    assert by_name["main"].schemes == paper.FULL_MAIN_SCHEMES == ("original", "mglru", "pmr")
+    assert "pps" in by_name["devices"].schemes
+    # every scheme file (but the modifiers) runs in thorough mode
+    assert paper.plan(tmp_path / "t", mode="thorough").campaign("main").schemes == (
+        "original", "mglru", "pps", "pmr", "ice")
     # the headline ratios get their repetitions, the figures beside them one
     assert p.reps == by_name["main"].reps == 3
     assert (by_name["main"].rounds, by_name["devices"].rounds) == (10, 2)
@@ -123,14 +123,16 @@ def test_delta_is_computed_from_the_guests_high_watermark(tmp_path):
     wm = prof.watermarks()
     high = _kernel_high_watermark_pages(prof.guest_ram_mb, wm["min_free_kbytes"],
                                         wm["watermark_scale_factor"])
-    p = paper.plan(tmp_path / "out", mode="quick")
+    p = paper.plan(tmp_path / "out")
     assert p.nr_to_reclaim_pages == pytest.approx(high, abs=1)
     # within 1% of what the guest's kernel reports (nr_to_reclaim 6556 pages, ~25.6 MB)
     assert p.nr_to_reclaim_pages == pytest.approx(6556, rel=0.01)
     three = next(d for d in p.delta if d.multiple == 3)
     assert three.kbytes == 3 * p.nr_to_reclaim_pages * 4
-    assert _delta_kb(three.scheme) == three.kbytes
-    assert [d.kbytes for d in p.delta] == [k * p.nr_to_reclaim_pages * 4 for k in (1, 3)]
+    # 3x is the kernel's default, run as plain pmr; the others name their delta
+    assert three.scheme == paper.DEFAULT_PMR
+    assert all(_delta_kb(d.scheme) == d.kbytes for d in p.delta if d.multiple != 3)
+    assert [d.kbytes for d in p.delta] == [k * p.nr_to_reclaim_pages * 4 for k in (1, 3, 5)]
     # it follows the profile: a phone with a higher watermark share gets a larger delta
     higher = dataclasses.replace(prof, high_watermark_pages=2 * prof.high_watermark_pages)
     assert paper.guest_high_watermark_pages(higher) > 1.8 * p.nr_to_reclaim_pages
@@ -165,17 +167,17 @@ def test_estimates(tmp_path):
             paper.CAMPAIGN_OVERHEAD_S + c.runs * paper.run_seconds(c.profile, c.rounds)
             + (paper.SWAP_BANDWIDTH_S if c.name in ("main", "devices") else 0)
             + (paper.MAX_RATE_S if c.name == "main" else 0))
-    # quick and full are planned to fit their 20 min and 3 h budgets;
+    # quick and full are planned to fit their 20 min and 2 h budgets;
     # thorough has no budget and takes more than twice full's
     assert total["quick"] <= 20 * 60 and plans["quick"].target_s == 20 * 60
-    assert total["full"] <= 3 * 3600 and plans["full"].target_s == 3 * 3600
+    assert total["full"] <= 2 * 3600 and plans["full"].target_s == 2 * 3600
     assert plans["thorough"].target_s is None and total["thorough"] > 2 * total["full"]
     for m in ("quick", "full"):
         assert "over" not in paper.estimate_lines(plans[m], {})[-1]
     # a larger --reps can push full over its budget, and the estimate says so
     five = paper.plan(tmp_path / "five", reps=5)
     lines = paper.estimate_lines(five, {"main": "finished"})
-    assert "over the 3 h target" in lines[-1]
+    assert "over the 2 h target" in lines[-1]
     assert "[finished: skipped]" in next(ln for ln in lines if ln.strip().startswith("main"))
     remaining = sum(paper.estimate_s(c) for c in five.campaigns) \
         - paper.estimate_s(five.campaign("main"))
@@ -251,12 +253,33 @@ def _run(p, runner):
 
 @pytest.fixture(scope="module")
 def quick_out(tmp_path_factory):
-    """A quick evaluation run once with fake campaigns: main, devices, delta,
-    unit-pixel6pro and floor, original and pmr only (no pps)."""
+    """A quick evaluation run once with fake campaigns: main, devices and
+    floor, original and pmr only (no pps)."""
     out = tmp_path_factory.mktemp("paper") / "out"
     p = paper.plan(out, mode="quick")
     runner = fake_campaign_runner(make_run)
     result, _ = _run(p, runner)
+    return p, result, runner
+
+
+# Quick mode runs no sweeps: paper.md's sweep figures are tested in a mode
+# that runs them at quick's size, main included, so that main's pmr runs are
+# the sweeps' kernel-default point (reuse_main).
+SWEEPS_MODE = paper.Mode(
+    "sweeps", default_reps=1, min_reps=1, target_s=None, main_rounds=1,
+    main_schemes=paper.QUICK_SCHEMES, device_schemes=paper.QUICK_SCHEMES, device_reps=None,
+    device_rounds=1, sweep_reps=None, sweep_rounds=1, delta_multiples=(1, 3),
+    units_kb=(1024, 16384), other_unit_sweep=False, floor=True, floor_reps=1, floor_rounds=1)
+
+
+@pytest.fixture(scope="module")
+def sweeps_out(tmp_path_factory):
+    out = tmp_path_factory.mktemp("paper") / "out"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(paper.MODES, "sweeps", SWEEPS_MODE)
+        p = paper.plan(out, mode="sweeps")
+        runner = fake_campaign_runner(make_run)
+        result, _ = _run(p, runner)
     return p, result, runner
 
 
@@ -265,7 +288,7 @@ def test_every_campaign_runs_into_its_own_results_dir(quick_out):
     assert [req.out.name for req in runner.calls] == [c.name for c in p.campaigns]
     main_req = runner.calls[0]
     assert (main_req.scenario, main_req.profile, main_req.rounds, main_req.reps) == (
-        "paper", "pixel6pro", 1, 1)
+        "paper", "pixel6pro", paper.QUICK_MAIN_ROUNDS, 1)
     assert main_req.schemes == "original,pmr"
     by_dir = {req.out.name: req for req in runner.calls}
     assert by_dir["devices"].schemes == "original,pmr" and by_dir["devices"].profile == "pixel5"
@@ -274,10 +297,9 @@ def test_every_campaign_runs_into_its_own_results_dir(quick_out):
         "pixel6pro-roomy", "original", 1, 1)
     # the fio boot ends main and devices, the max-rate boot main only
     assert [(req.out.name, req.swap_bandwidth, req.max_rate) for req in runner.calls] == [
-        ("main", True, True), ("devices", True, False), ("delta", False, False),
-        ("unit-pixel6pro", False, False), ("floor", False, False)]
-    # 2 + 2 runs of original and pmr, 1 delta (1x; 3x is main's pmr), 1 unit, 1 floor
-    assert len(runner.runs) == sum(c.runs for c in p.campaigns) == 7
+        ("main", True, True), ("devices", True, False), ("floor", False, False)]
+    # 2 + 2 runs of original and pmr, 1 floor
+    assert len(runner.runs) == sum(c.runs for c in p.campaigns) == 5
     assert ("floor", "original", 1) in runner.runs
     assert not any(scheme == "pps" for _, scheme, _ in runner.runs)
     assert (p.out / "floor" / "runs" / "original-r1" / "vmstat.csv").exists()
@@ -286,8 +308,15 @@ def test_every_campaign_runs_into_its_own_results_dir(quick_out):
         d = p.out / c.name
         assert (d / "report.md").exists() and (d / "summary.json").exists()
         assert (d / "plots" / report.PLOT_FILES["throughput"]).exists()
-    # quick's delta campaign runs 1x alone (3x is main's pmr): one point, no
-    # sweep plot of its own; paper.md's Fig. 15a has both
+    assert result.failed_runs == 0
+
+
+def test_the_sweeps_campaigns_leave_out_what_main_ran(sweeps_out):
+    p, result, runner = sweeps_out
+    assert [req.out.name for req in runner.calls] == ["main", "devices", "delta",
+                                                      "unit-pixel6pro", "floor"]
+    # the delta campaign runs 1x alone (3x is main's pmr): one point, no sweep
+    # plot of its own; paper.md's Fig. 15a has both
     assert len(p.campaign("delta").schemes) == 1
     assert not (p.out / "delta" / "plots" / f"sweep_{paper.DELTA_KEY}.png").exists()
     assert result.failed_runs == 0
@@ -311,6 +340,13 @@ def test_paper_md_has_the_regime_before_the_headline_ratios(quick_out):
     assert demand["value"] == pytest.approx(2.0)
     assert saved["source"]["main"] == {"dir": "main", "profile": "pixel6pro",
                                        "original_reps": [1]}
+    # the other phone's peak_over_fio, from devices: the fake campaigns ran no fio
+    other = saved["devices"]
+    assert (other["profile"], other["source"]["dir"]) == ("pixel5", "devices")
+    [check] = other["checks"]
+    assert check["name"] == "peak_over_fio" and (check["lo"], check["hi"]) == (0.25, 0.45)
+    assert check["pass"] is False and "fio" in check["missing"]
+    assert "On `pixel5` (`devices`): peak_over_fio" in md
     # each campaign's own, beside its report
     for c in p.campaigns:
         assert json.loads((p.out / c.name / "regime.json").read_text())["source"]["layout"] \
@@ -321,9 +357,14 @@ def test_paper_md_summary_and_plots_are_written(quick_out):
     p, result, _ = quick_out
     assert result.markdown == p.out / "paper.md"
     md = result.markdown.read_text()
+    sweeps = {paper_report.PLOTS["fig15a"], paper_report.PLOTS["fig15b"]}
     for file in paper_report.PLOTS.values():
+        if file in sweeps:   # quick mode runs no sweeps
+            assert not (p.out / "plots" / file).exists() and f"](plots/{file})" not in md
+            continue
         assert (p.out / "plots" / file).read_bytes()[:8] == PNG_MAGIC
         assert f"](plots/{file})" in md
+    assert "Not run in quick mode" in md.split("## Figs. 15a-b")[1].split("\n## ")[0]
     for fig in ("response_time", "reclaim_throughput", "pressure"):
         assert f"](main/plots/{fig}.png)" in md
         assert (p.out / "main" / "plots" / f"{fig}.png").exists()
@@ -335,7 +376,7 @@ def test_paper_md_summary_and_plots_are_written(quick_out):
     assert s["campaigns"]["main"]["summary"] == "main/summary.json"
     assert (p.out / s["campaigns"]["devices"]["summary"]).exists()
     assert s["ratios"]["response_time"]["median"] == pytest.approx(0.44)
-    assert s["delta"]["points"][1]["kbytes"] == 3 * p.nr_to_reclaim_pages * 4
+    assert s["delta"]["points"] == []
     # the floor ran main's one round: its own mean, original's 1,000 ms
     assert (p.out / s["campaigns"]["floor"]["summary"]).exists()
     assert s["floor"]["response_ms"] == pytest.approx(1000)
@@ -414,23 +455,33 @@ def test_fig14_says_when_devices_ran_fewer_rounds_than_main(tmp_path):
     text = paper_report.fig14_rounds_text(full)
     assert "`devices` ran 2 rounds and `main` 10" in text
     assert "pixel5 figures are over 2 rounds, the pixel6pro ones over 10" in text
-    for mode in ("quick", "thorough"):   # the same rounds: nothing to say
-        assert paper_report.fig14_rounds_text(paper.plan(tmp_path / mode, mode=mode)) == ""
+    # thorough: the same rounds, nothing to say
+    assert paper_report.fig14_rounds_text(paper.plan(tmp_path / "t", mode="thorough")) == ""
 
 
-def test_fig14_and_sweeps(quick_out):
+def test_fig14(quick_out):
     p, result, _ = quick_out
     md = result.markdown.read_text()
-    assert "`devices` ran" not in md
+    # quick's devices ran 1 round, main QUICK_MAIN_ROUNDS
+    assert f"`devices` ran 1 round and `main` {paper.QUICK_MAIN_ROUNDS}" in md
     fig14 = _rows(md, "Fig. 14")
     # pmr's peak: 36 MB/s on pixel6pro, 80% of it on pixel5
     assert fig14["pmr"][1:4] == ["28.8", "36.0", "1.25"]
     # quick mode runs no pps: its row keeps only the paper's figure
     assert fig14["pps"][1:7] == ["–"] * 6 and fig14["pps"][7].startswith("peak 205 MB/s")
+
+
+def test_fig15_sweeps(sweeps_out):
+    p, result, _ = sweeps_out
+    md = result.markdown.read_text()
+    for fig in ("fig15a", "fig15b"):
+        assert (p.out / "plots" / paper_report.PLOTS[fig]).read_bytes()[:8] == PNG_MAGIC
+    s = json.loads((p.out / "paper_summary.json").read_text())
+    assert s["delta"]["points"][1]["kbytes"] == 3 * p.nr_to_reclaim_pages * 4
     fig15a = _rows(md, "Fig. 15a")
     assert [k for k in fig15a if k.endswith("x")] == ["1x", "3x"]
     assert fig15a["3x"][4] == "1"   # runs
-    # quick mode: 3x (the kernel's default) is main's pmr, response 440 ms
+    # 3x (the kernel's default) is main's pmr, response 440 ms
     assert fig15a["3x"][3] == "`pmr (main)`" and fig15a["3x"][5] == "440"
     assert fig15a["1x"][3].startswith("`pmr@pmr_victim_target_kbytes=")
     assert "kshrinkd reported it in main's pmr runs: 76.8 MB" in md
@@ -461,19 +512,18 @@ def test_a_cut_off_campaign_is_continued(tmp_path):
     first = fake_campaign_runner(make_run, stop_after={"devices": 1})
     with pytest.raises(CutOff):
         _run(p, first)
-    assert paper.statuses(p) == {"main": "finished", "devices": "partial", "delta": "new",
-                                 "unit-pixel6pro": "new", "floor": "new"}
+    assert paper.statuses(p) == {"main": "finished", "devices": "partial", "floor": "new"}
     devices = p.campaign("devices")
     assert paper.recorded_runs(p, devices) == 1
-    assert paper.runs_to_go(p, paper.statuses(p)) == devices.runs - 1 + sum(
-        p.campaign(n).runs for n in ("delta", "unit-pixel6pro", "floor")) == 4
+    assert paper.runs_to_go(p, paper.statuses(p)) == devices.runs - 1 + \
+        p.campaign("floor").runs == 2
     lines = paper.estimate_lines(p, paper.statuses(p))
     assert any(line.startswith("  devices")
                and f"[cut off: 1 of {devices.runs} runs done]" in line for line in lines)
     runner = fake_campaign_runner(make_run)
     result, said = _run(p, runner)
     assert [(req.out.name, req.resume) for req in runner.calls] == [
-        ("devices", True), ("delta", False), ("unit-pixel6pro", False), ("floor", False)]
+        ("devices", True), ("floor", False)]
     # devices' first run is kept, not run again
     assert ("devices", devices.schemes[0], 1) in first.runs
     assert [r for r in runner.runs if r[0] == "devices"] == [
@@ -491,8 +541,7 @@ def test_a_cut_off_campaign_on_another_setup_is_moved_aside_and_run_again(tmp_pa
     runner = fake_campaign_runner(make_run, setup_changed=frozenset({"devices"}))
     result, said = _run(p, runner)
     assert [(req.out.name, req.resume) for req in runner.calls] == [
-        ("devices", True), ("devices", False), ("delta", False), ("unit-pixel6pro", False),
-        ("floor", False)]
+        ("devices", True), ("devices", False), ("floor", False)]
     assert result.moved["devices"] == p.out / "devices.incomplete-1"
     assert json.loads((p.out / "devices.incomplete-1" / "campaign.json").read_text())["runs"]
     assert any("another kernel; moved to" in line for line in said)
@@ -513,12 +562,12 @@ def test_a_campaign_with_a_failed_run_is_continued(tmp_path):
 def test_a_directory_with_another_plan_is_refused(tmp_path):
     p = paper.plan(tmp_path / "out", mode="quick")
     write_campaign(p.out / "main", ["original", "pmr"], [], reps=3, scenario="paper",
-                   profile="pixel6pro", seed=1, rounds=1)
+                   profile="pixel6pro", seed=1, rounds=paper.QUICK_MAIN_ROUNDS)
     with pytest.raises(UserError, match=r"holds another campaign \(reps 3, not 1\)"):
         paper.statuses(p)
     # a quick output from before pps left quick mode's devices
     write_campaign(p.out / "main", ["original", "pmr"], [], reps=1, scenario="paper",
-                   profile="pixel6pro", seed=1, rounds=1)
+                   profile="pixel6pro", seed=1, rounds=paper.QUICK_MAIN_ROUNDS)
     write_campaign(p.out / "devices", ["original", "pps", "pmr"], [], reps=1, scenario="paper",
                    profile="pixel5", seed=1, rounds=1)
     with pytest.raises(UserError, match=re.escape(
@@ -656,7 +705,7 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
 def test_cli_refuses_another_plans_directory_before_running(tmp_path):
     out = tmp_path / "out"
     write_campaign(out / "main", ["original"], [], reps=1, scenario="paper",
-                   profile="pixel6pro", seed=1, rounds=1)
+                   profile="pixel6pro", seed=1, rounds=paper.QUICK_MAIN_ROUNDS)
     res = pmrtb("paper", "--out", str(out), "--quick")
     assert res.returncode == 2, res.stderr
     assert "holds another campaign (schemes ['original'], not ['original', 'pmr'])" \
@@ -687,18 +736,17 @@ def test_cli_prints_the_estimate_runs_and_resumes(tmp_path, monkeypatch):
     res = CliRunner().invoke(cli.app, ["paper", "--out", str(out), "--quick", "--seed", "7"])
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
-    assert lines[0].startswith("pmrtb paper (quick): 5 campaigns") and "seed 7" in lines[0]
-    assert [ln.split()[0] for ln in lines[1:6]] == ["main", "devices", "delta",
-                                                    "unit-pixel6pro", "floor"]
-    assert lines[5].split()[1] == "pixel6pro-roomy" and "= 1 run," in lines[5]
+    assert lines[0].startswith("pmrtb paper (quick): 3 campaigns") and "seed 7" in lines[0]
+    assert [ln.split()[0] for ln in lines[1:4]] == ["main", "devices", "floor"]
+    assert lines[3].split()[1] == "pixel6pro-roomy" and "= 1 run," in lines[3]
     total = sum(paper.estimate_s(c) for c in paper.plan(out, mode="quick").campaigns)
     assert total <= 20 * 60
-    assert lines[6].startswith(f"estimated guest time: ~{paper.duration_text(total)} in all")
+    assert lines[4].startswith(f"estimated guest time: ~{paper.duration_text(total)} in all")
     assert lines[-1] == f"paper: {out / 'paper.md'}"
-    assert [req.seed for req in runner.calls] == [7] * 5
+    assert [req.seed for req in runner.calls] == [7] * 3
     res = CliRunner().invoke(cli.app, ["paper", "--out", str(out), "--quick", "--seed", "7"])
     assert res.exit_code == 0, res.output
-    assert "~0 min still to run" in res.stdout and len(runner.calls) == 5
+    assert "~0 min still to run" in res.stdout and len(runner.calls) == 3
 
 
 def test_campaigns_of_the_same_name_get_their_own_disk_images(tmp_path):

@@ -79,6 +79,8 @@ def test_kswapd_busiest_cpu_is_the_largest_1s_growth_from_a_given_time():
     assert regime.kswapd_busiest_cpu(t_ms, cpu) == pytest.approx(1.0)
     assert regime.kswapd_busiest_cpu(t_ms, cpu, since_ms=4000) == pytest.approx(0.2)
     assert regime.kswapd_busiest_cpu([0.0], [0.0]) is None
+    # to the tick: 90 ticks read through float sums are 0.9 CPU, not 0.8999...
+    assert regime.kswapd_busiest_cpu([0.0, 1000.0], [0.0, 0.8999999999999986]) == 0.9
 
 
 # ---- demand_over_reclaim -----------------------------------------------------
