@@ -35,7 +35,7 @@ keeper=$!
 log "files before load: current $(cat $cg/files/memory.current) file $(memstat files file) victim $(memvictims files)"
 
 start=$(date +%s)
-# Until session 31 the load was a share of RAM: 85% of the memory
+# Until 2026-11-27 the load was a share of RAM: 85% of the memory
 # available when it started left 80 MB free on a slower guest and
 # nothing was reclaimed; 80% of RAM evicted the whole file on the debug
 # kernel (KASAN's shadow takes an eighth of RAM) and 90% on the testbed

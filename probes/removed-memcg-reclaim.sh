@@ -32,7 +32,7 @@
 # Under pmr_mode 1 reclaim takes each lruvec's share of victims and scans
 # the lruvecs without any, the dying one included: it passes too.
 #
-# Session 24's version loaded 1.1 x RAM of anon and passed on the series
+# An earlier version loaded 1.1 x RAM of anon and passed on the series
 # without the offline check too: kswapd reclaimed the dying cache before
 # kshrinkd had made enough victims to cover its goal, so the LRU lists
 # were scanned anyway. Here the goals are small and the victims made

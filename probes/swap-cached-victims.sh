@@ -35,7 +35,7 @@
 #    inconclusive if not (too few paged-out victims to tell), or when
 #    step 2 could not make the victims.
 #
-# Until session 30 the probe froze the load once `cold` held 1 MB of anon
+# Until 2026-11-27 the probe froze the load once `cold` held 1 MB of anon
 # victims and 1 MB of paged-out anon, and failed when reclaim freed under
 # 64 kB of both. On a slow guest the two were mostly different pages
 # (pages paged out from the LRU lists, which no reclaim frees with swap

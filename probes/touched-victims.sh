@@ -27,7 +27,7 @@
 #    must count at least half of them (failed otherwise; inconclusive if
 #    under 16 were left): not all, as a paged-out victim that compaction
 #    isolates meanwhile goes back to the LRU as an ordinary folio. Until
-#    session 33 the probe counted every paged-out page of the cgroup in
+#    2026-11-27 the probe counted every paged-out page of the cgroup in
 #    the swap cache (lib/paged_out.py), which takes in those the load's
 #    reclaim had paged out before they were victims: 187 of 453 on the
 #    debug kernel;
