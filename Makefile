@@ -11,7 +11,7 @@ REPS ?= 3
 SCHEMES ?= original,mglru,pps,pmr
 OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: setup main test unit-test integration-test kernel debug-kernel smoke reliability \
+.PHONY: setup main test lint unit-test integration-test kernel debug-kernel smoke reliability \
 	pmr-reliability pmr-faults pmr-debug debug-probes unit-sweep paper paper-quick paper-thorough
 
 setup:
@@ -20,7 +20,15 @@ setup:
 main: setup
 	$(PMRTB) run --scenario paper --profile pixel6pro --schemes $(SCHEMES) --reps $(REPS) --out $(OUT)
 
-test: setup unit-test integration-test
+test: setup lint unit-test integration-test
+
+# ruff (lint and format), mypy on the harness, clippy and rustfmt on the runtime
+lint: setup
+	.venv/bin/ruff check harness tests scripts
+	.venv/bin/ruff format --check harness tests scripts
+	.venv/bin/mypy harness/pmr_testbed
+	cd runtime && $(CARGO) fmt --check
+	cd runtime && $(CARGO) clippy --release --locked --all-targets -- -D warnings
 
 unit-test:
 	$(PYTEST) tests/unit -q

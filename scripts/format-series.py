@@ -28,7 +28,7 @@ def subject_and_blurb(cover: str) -> tuple[str, str]:
     shortlog = re.search(r"^\S.* \(\d+\):$", body, re.M)
     if not subject or not shortlog:
         sys.exit(f"{PATCHES / COVER}: no subject or no shortlog found; edit the new one by hand")
-    return subject.group(1), body[:shortlog.start()].rstrip("\n")
+    return subject.group(1), body[: shortlog.start()].rstrip("\n")
 
 
 def main() -> None:
@@ -37,19 +37,35 @@ def main() -> None:
         sys.exit(f"{worktree} is not the series' worktree: see docs/kernel-workflow.md")
     subject, blurb = subject_and_blurb((PATCHES / COVER).read_text())
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(["git", "-C", str(worktree), "format-patch", "-q", "--cover-letter",
-                        "-o", tmp, "pristine..HEAD"], check=True)
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(worktree),
+                "format-patch",
+                "-q",
+                "--cover-letter",
+                "-o",
+                tmp,
+                "pristine..HEAD",
+            ],
+            check=True,
+        )
         new = Path(tmp) / COVER
         head, body = new.read_text().split("\n\n", 1)
-        new.write_text(head.replace("*** SUBJECT HERE ***", subject) + "\n\n"
-                       + body.replace("*** BLURB HERE ***", blurb))
+        new.write_text(
+            head.replace("*** SUBJECT HERE ***", subject)
+            + "\n\n"
+            + body.replace("*** BLURB HERE ***", blurb)
+        )
         for old in PATCHES.glob("*.patch"):
             old.unlink()
         for patch in sorted(Path(tmp).glob("*.patch")):
             (PATCHES / patch.name).write_bytes(patch.read_bytes())
     count = len(list(PATCHES.glob("*.patch"))) - 1
-    print(f"{count} patches and the cover letter in {PATCHES}; check the patch numbers "
-          "its text names")
+    print(
+        f"{count} patches and the cover letter in {PATCHES}; check the patch numbers its text names"
+    )
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ if [ ! -f "$stamp" ]; then
     say "creating the project venv (.venv)"
     [ -x .venv/bin/python ] || /usr/bin/python3 -m venv .venv
     .venv/bin/pip install -q --upgrade pip==26.3
-    .venv/bin/pip install -q -e '.[test]'
+    .venv/bin/pip install -q -e '.[test,lint]'
     rm -f .venv/.installed-*
     touch "$stamp"
 fi

@@ -40,6 +40,7 @@ CONFIG_NAME = "blkdebug.conf"
 @dataclass(frozen=True)
 class ErrorRegion:
     """Pages [first_page, first_page + pages) of the disk, where writes fail."""
+
     first_page: int
     pages: int
 
@@ -53,24 +54,33 @@ class ErrorRegion:
         return (self.first_page + self.pages) * SECTORS_PER_PAGE
 
     def as_dict(self) -> dict:
-        return {"first_sector": self.first_sector, "end_sector": self.end_sector,
-                "pages": self.pages, "mb": self.pages * PAGE / 2**20, "errno": EIO}
+        return {
+            "first_sector": self.first_sector,
+            "end_sector": self.end_sector,
+            "pages": self.pages,
+            "mb": self.pages * PAGE / 2**20,
+            "errno": EIO,
+        }
 
 
 def region_for(disk_mb: int) -> ErrorRegion:
     """The failing region of a swap disk of disk_mb; UserError if it does not fit."""
     pages_per_mb = 2**20 // PAGE
     if disk_mb < 2 * (REGION_OFFSET_MB + REGION_MB):
-        raise UserError(f"a {disk_mb} MB swap disk is too small for write errors at "
-                        f"{REGION_OFFSET_MB}-{REGION_OFFSET_MB + REGION_MB} MB: it needs at least "
-                        f"{2 * (REGION_OFFSET_MB + REGION_MB)} MB")
+        raise UserError(
+            f"a {disk_mb} MB swap disk is too small for write errors at "
+            f"{REGION_OFFSET_MB}-{REGION_OFFSET_MB + REGION_MB} MB: it needs at least "
+            f"{2 * (REGION_OFFSET_MB + REGION_MB)} MB"
+        )
     return ErrorRegion(REGION_OFFSET_MB * pages_per_mb, REGION_MB * pages_per_mb)
 
 
 def config_text(region: ErrorRegion) -> str:
     """The blkdebug config file: one always-armed EIO rule per page of the region."""
-    head = (f"# pmrtb reliability --swap-write-errors: writes to sectors "
-            f"{region.first_sector}-{region.end_sector - 1} fail with EIO\n")
+    head = (
+        f"# pmrtb reliability --swap-write-errors: writes to sectors "
+        f"{region.first_sector}-{region.end_sector - 1} fail with EIO\n"
+    )
     rules = [
         "[inject-error]\n"
         'event = "write_aio"\n'
@@ -92,5 +102,9 @@ def file_options(image: Path, config: Path) -> list[str]:
     """The options of a raw node's `file` child that put blkdebug under it:
     for -drive (after format=raw) or, prefixed with driver=raw, for qemu-io
     --image-opts."""
-    return ["file.driver=blkdebug", f"file.config={qemu_escape(str(config))}",
-            "file.image.driver=file", f"file.image.filename={qemu_escape(str(image))}"]
+    return [
+        "file.driver=blkdebug",
+        f"file.config={qemu_escape(str(config))}",
+        "file.image.driver=file",
+        f"file.image.filename={qemu_escape(str(image))}",
+    ]

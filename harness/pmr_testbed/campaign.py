@@ -27,18 +27,33 @@ throttled disk are not comparable.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
-from . import data_disk, guest, guest_setup, kernel, kernel_profile, max_rate, paths, profiles
-from . import scenarios, schemes, spec, swap_bandwidth, trace
+from . import (
+    data_disk,
+    guest,
+    guest_setup,
+    kernel,
+    kernel_profile,
+    max_rate,
+    paths,
+    profiles,
+    scenarios,
+    schemes,
+    spec,
+    swap_bandwidth,
+    trace,
+)
 from .errors import GuestError, UserError
 
 
@@ -51,9 +66,9 @@ class CampaignRequest:
     seed: int
     out: Path
     flavour: str = "testbed"
-    rounds: int | None = None   # overrides the scenario's rounds (quick runs, sweeps)
-    swap_bandwidth: bool = True   # end with the fio boot (swap_bandwidth.py)
-    max_rate: bool = True   # and the max-rate allocator's (max_rate.py)
+    rounds: int | None = None  # overrides the scenario's rounds (quick runs, sweeps)
+    swap_bandwidth: bool = True  # end with the fio boot (swap_bandwidth.py)
+    max_rate: bool = True  # and the max-rate allocator's (max_rate.py)
     perf_hz: int = 0  # perf in the guest at this rate (kernel_profile.py); 0: off
     resume: bool = False  # keep the runs a cut-off campaign in `out` recorded
     # recorded beside the default ones; plan() leaves them sorted, once each
@@ -67,8 +82,19 @@ class SetupChanged(UserError):
 
 # what must match for a cut-off campaign's runs to be kept: everything in
 # campaign.json but the runs themselves and the fio measurement that ends it
-SETUP_KEYS = ("scenario", "rounds", "profile", "schemes", "reps", "seed", "dilation", "qemu",
-              "guest", "kernel", "extra_trace_events")
+SETUP_KEYS = (
+    "scenario",
+    "rounds",
+    "profile",
+    "schemes",
+    "reps",
+    "seed",
+    "dilation",
+    "qemu",
+    "guest",
+    "kernel",
+    "extra_trace_events",
+)
 # disk_dir's name for the data disk every run of a campaign shares (data_disk.py)
 DATA_DISK_DIR = "data-disk"
 # how the errors name those that are options rather than the machine's setup
@@ -119,18 +145,27 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
     req.out.mkdir(parents=True, exist_ok=True)
     machine = guest_setup.prepare(profile, req.flavour, req.out, lambda msg: progress(msg, False))
     image, accel, dil, limits = machine.image, machine.accel, machine.dilation, machine.limits
-    campaign = {
-        "scenario": scenario.name, "rounds": scenario.rounds, "profile": profile.name,
-        "schemes": [s.name for s in scheme_list], "reps": req.reps, "seed": req.seed,
+    campaign: dict[str, Any] = {
+        "scenario": scenario.name,
+        "rounds": scenario.rounds,
+        "profile": profile.name,
+        "schemes": [s.name for s in scheme_list],
+        "reps": req.reps,
+        "seed": req.seed,
         "dilation": dil.as_dict(),
         "qemu": {"accel": accel, **limits},
         "flash_calibration": machine.flash_calibration(profile),
-        "guest": {"ram_mb": profile.guest_ram_mb, "cpus": profile.cpus, "scale": profile.scale,
-                  "swap_mb": profile.guest_swap_mb, **profile.watermarks()},
+        "guest": {
+            "ram_mb": profile.guest_ram_mb,
+            "cpus": profile.cpus,
+            "scale": profile.scale,
+            "swap_mb": profile.guest_swap_mb,
+            **profile.watermarks(),
+        },
         "kernel": {**image.as_dict(), "boot_args": kernel.BOOT_ARGS[req.flavour]},
         "runs": [],
     }
-    if req.trace_events:   # absent otherwise, as in campaigns from before the option
+    if req.trace_events:  # absent otherwise, as in campaigns from before the option
         campaign["extra_trace_events"] = list(req.trace_events)
     earlier = earlier_runs(req.out, campaign) if req.resume else {}
 
@@ -159,7 +194,7 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
                 shutil.rmtree(disk_dir(req.out, run_id), ignore_errors=True)
                 progress(f"{run_id}: cut off earlier, removed and run again", False)
             progress(f"{run_id}: running", False)
-            entry = {"scheme": scheme.name, "rep": rep, "dir": f"runs/{run_id}"}
+            entry: dict[str, Any] = {"scheme": scheme.name, "rep": rep, "dir": f"runs/{run_id}"}
             try:
                 t0 = time.monotonic()
                 _one_run(req, run_id, scenario, profile, scheme, image, accel, dil, limits)
@@ -169,20 +204,23 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
                 entry.update(status="failed", error=str(exc))
                 (req.out / entry["dir"]).mkdir(parents=True, exist_ok=True)
                 (req.out / entry["dir"] / "failure.txt").write_text(
-                    f"{exc}\n\n--- console tail ---\n{exc.console_tail}\n")
+                    f"{exc}\n\n--- console tail ---\n{exc.console_tail}\n"
+                )
                 progress(f"{run_id}: FAILED: {exc}", True)
             campaign["runs"].append(entry)
             save()
     shutil.rmtree(disk_dir(req.out, DATA_DISK_DIR), ignore_errors=True)
     if req.swap_bandwidth:
         progress("swap disk bandwidth (fio in the guest)", False)
-        campaign["swap_bandwidth"] = swap_bandwidth.measure(req.out, profile, machine,
-                                                            disk_dir(req.out, "swap-bandwidth"))
+        campaign["swap_bandwidth"] = swap_bandwidth.measure(
+            req.out, profile, machine, disk_dir(req.out, "swap-bandwidth")
+        )
         save()
     if req.max_rate:
         progress("reclaim under a max-rate allocator (pmr-guest alloc in the guest)", False)
-        campaign["max_rate"] = max_rate.measure(req.out, profile, image, accel, limits,
-                                                disk_dir(req.out, "max-rate"))
+        campaign["max_rate"] = max_rate.measure(
+            req.out, profile, image, accel, limits, disk_dir(req.out, "max-rate")
+        )
         save()
     return campaign
 
@@ -197,12 +235,13 @@ def earlier_runs(out: Path, setup: dict) -> dict[tuple[str, int], dict]:
         return {}
     except json.JSONDecodeError as exc:
         raise SetupChanged(f"{out / 'campaign.json'} is not JSON ({exc})") from exc
-    now = json.loads(json.dumps(setup))   # tuples as lists, as campaign.json has them
-    differs = [SETUP_NAMES.get(key, key) for key in SETUP_KEYS
-               if recorded.get(key) != now.get(key)]
+    now = json.loads(json.dumps(setup))  # tuples as lists, as campaign.json has them
+    differs = [SETUP_NAMES.get(key, key) for key in SETUP_KEYS if recorded.get(key) != now.get(key)]
     if differs:
-        raise SetupChanged(f"{out} was run with another {', '.join(differs)} than now: its "
-                           "runs cannot be continued; run the campaign in a new --out")
+        raise SetupChanged(
+            f"{out} was run with another {', '.join(differs)} than now: its "
+            "runs cannot be continued; run the campaign in a new --out"
+        )
     return {(r["scheme"], r["rep"]): r for r in recorded.get("runs", [])}
 
 
@@ -245,43 +284,58 @@ def disk_dir(out: Path, run_id: str) -> Path:
     return paths.BUILD_DIR / "disks" / f"{out.name}-{tag}" / run_id
 
 
-def _one_run(req: CampaignRequest, run_id: str, scenario, profile, scheme, image, accel, dil,
-             limits) -> None:
+def _one_run(
+    req: CampaignRequest, run_id: str, scenario, profile, scheme, image, accel, dil, limits
+) -> None:
     run_dir = req.out / "runs" / run_id
     run_dir.mkdir(parents=True)
     slowdown = kernel.SLOWDOWN[req.flavour]
-    guest_spec = spec.build(run_id=run_id, out_dir=run_dir, seed=req.seed, scenario=scenario,
-                            profile=profile, scheme=scheme,
-                            work_iters_per_ms=dil.guest_work_iters_per_ms, slowdown=slowdown,
-                            extra_trace_events=req.trace_events)
+    guest_spec = spec.build(
+        run_id=run_id,
+        out_dir=run_dir,
+        seed=req.seed,
+        scenario=scenario,
+        profile=profile,
+        scheme=scheme,
+        work_iters_per_ms=dil.guest_work_iters_per_ms,
+        slowdown=slowdown,
+        extra_trace_events=req.trace_events,
+    )
     _write_json(run_dir / "spec.json", guest_spec)
     data = data_disk.image(run_dir / "spec.json", guest_spec, disk_dir(req.out, DATA_DISK_DIR))
     disks = disk_dir(req.out, run_id)
     swap = guest_setup.swap_disk(profile, limits, disks)
     try:
         guest.create_disk(swap)
-        res = guest.boot(image.bzimage,
-                         exec_cmd=kernel_profile.wrap(
-                             f"{paths.RUNTIME_BIN} run --spec {run_dir / 'spec.json'}",
-                             run_dir, req.perf_hz),
-                         console_path=run_dir / "console.log",
-                         deadline_s=(scenario.deadline_s + guest_setup.BOOT_SLACK_S) * slowdown,
-                         ram_mb=profile.guest_ram_mb, cpus=profile.cpus, accel=accel,
-                         rwdirs=[run_dir], disks=[swap, data],
-                         append=kernel.BOOT_ARGS[req.flavour])
+        res = guest.boot(
+            image.bzimage,
+            exec_cmd=kernel_profile.wrap(
+                f"{paths.RUNTIME_BIN} run --spec {run_dir / 'spec.json'}", run_dir, req.perf_hz
+            ),
+            console_path=run_dir / "console.log",
+            deadline_s=(scenario.deadline_s + guest_setup.BOOT_SLACK_S) * slowdown,
+            ram_mb=profile.guest_ram_mb,
+            cpus=profile.cpus,
+            accel=accel,
+            rwdirs=[run_dir],
+            disks=[swap, data],
+            append=kernel.BOOT_ARGS[req.flavour],
+        )
     finally:
         shutil.rmtree(disks, ignore_errors=True)
     if res.returncode == guest_setup.GUEST_SETUP_ERROR:
         raise guest_setup.setup_error(res.console, f"run {run_id}")
     if res.returncode != 0:
-        raise GuestError(f"guest run exited with status {res.returncode}; console: "
-                         f"{run_dir / 'console.log'}", guest.tail(res.console))
+        raise GuestError(
+            f"guest run exited with status {res.returncode}; console: {run_dir / 'console.log'}",
+            guest.tail(res.console),
+        )
     status = {}
-    try:
+    with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
         status = json.loads((run_dir / "run.json").read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        pass
     if status.get("status") != "ok":
-        raise GuestError(f"guest run did not report success (run.json: {status or 'missing'})",
-                         guest.tail(res.console))
+        raise GuestError(
+            f"guest run did not report success (run.json: {status or 'missing'})",
+            guest.tail(res.console),
+        )
     kernel_profile.report(run_dir, image.vmlinux)

@@ -56,6 +56,11 @@ def capacity(spec: dict, run: dict, oom_kills: int | None) -> dict | None:
     swap_mb = run["swap_total_kb"] / KB_PER_MB
     excess_mb = anon_mb - mem_mb - swap_mb
     killable = [a["anon_mb"] for a in apps if a["adj_class"] != "persistent"]
-    return {"apps_anon_mb": anon_mb, "mem_total_mb": mem_mb, "swap_total_mb": swap_mb,
-            "excess_mb": excess_mb, "fewest_kills": fewest_kills(killable, excess_mb),
-            "oom_kills": oom_kills}
+    return {
+        "apps_anon_mb": anon_mb,
+        "mem_total_mb": mem_mb,
+        "swap_total_mb": swap_mb,
+        "excess_mb": excess_mb,
+        "fewest_kills": fewest_kills(killable, excess_mb),
+        "oom_kills": oom_kills,
+    }

@@ -1,14 +1,14 @@
 """pmrtb: build the kernel, run scenarios on the emulated phone, report.
 
-    pmrtb build-kernel [--flavour testbed|debug]
-    pmrtb run --scenario paper --profile pixel6pro --schemes original,mglru --reps 3
-    pmrtb report results/<dir>
-    pmrtb regime DIR
-    pmrtb paper --out DIR [--quick | --thorough] [--reps N] [--seed S]
-    pmrtb reliability --profile pixel5 --scheme original [--toggle PATH=V1,V2,...]
-                      [--swap-full] [--swap-write-errors]
-    pmrtb probe NAME [ARGS...] [--flavour testbed|debug] [--kernel BZIMAGE] [--out DIR]
-    pmrtb shell [--profile pixel6pro]
+pmrtb build-kernel [--flavour testbed|debug]
+pmrtb run --scenario paper --profile pixel6pro --schemes original,mglru --reps 3
+pmrtb report results/<dir>
+pmrtb regime DIR
+pmrtb paper --out DIR [--quick | --thorough] [--reps N] [--seed S]
+pmrtb reliability --profile pixel5 --scheme original [--toggle PATH=V1,V2,...]
+                  [--swap-full] [--swap-write-errors]
+pmrtb probe NAME [ARGS...] [--flavour testbed|debug] [--kernel BZIMAGE] [--out DIR]
+pmrtb shell [--profile pixel6pro]
 """
 
 from __future__ import annotations
@@ -25,14 +25,17 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from . import campaign, guest, kernel, paths, profiles, reliability_checks
-from . import regime as regime_mod
 from . import paper as paper_mod
 from . import probe as probe_mod
+from . import regime as regime_mod
 from . import reliability as reliability_mod
 from .errors import GuestError, UserError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="PMR testbed: an emulated phone under memory pressure.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="PMR testbed: an emulated phone under memory pressure.",
+)
 err = Console(stderr=True)
 
 
@@ -51,29 +54,49 @@ def run(
     schemes: str = typer.Option(..., help="comma-separated, e.g. original,mglru or pmr+ice"),
     reps: int = typer.Option(1, help="repetitions per scheme"),
     seed: int = typer.Option(1, help="seed of app order and dwell times, same for all schemes"),
-    out: Path = typer.Option(None, help="results directory (default results/<scenario>-<profile>-<time>)"),
+    out: Path = typer.Option(
+        None, help="results directory (default results/<scenario>-<profile>-<time>)"
+    ),
     flavour: str = typer.Option("testbed", help="kernel flavour: testbed or debug"),
     rounds: int = typer.Option(None, help="override the scenario's rounds (quick runs, sweeps)"),
-    perf_hz: int = typer.Option(0, help="profile the guest with perf at this rate (Hz) into "
-                                        "each run's perf-reclaim.txt; 0: off. Slows the guest: "
-                                        "explains a comparison, does not belong in one"),
-    resume: bool = typer.Option(False, help="continue a cut-off campaign in --out: keep the runs "
-                                           "its campaign.json recorded, run the rest (same "
-                                           "options, same machine setup)"),
-    trace_event: list[str] = typer.Option([],
-                                          help="also record this tracepoint (GROUP/NAME, e.g. "
-                                               "vmscan/mm_vmscan_lru_isolate) in each run's "
-                                               "trace.txt; repeatable. Busy events slow the "
-                                               "guest: they explain a comparison, they do not "
-                                               "belong in one"),
+    perf_hz: int = typer.Option(
+        0,
+        help="profile the guest with perf at this rate (Hz) into "
+        "each run's perf-reclaim.txt; 0: off. Slows the guest: "
+        "explains a comparison, does not belong in one",
+    ),
+    resume: bool = typer.Option(
+        False,
+        help="continue a cut-off campaign in --out: keep the runs "
+        "its campaign.json recorded, run the rest (same "
+        "options, same machine setup)",
+    ),
+    trace_event: list[str] = typer.Option(
+        [],
+        help="also record this tracepoint (GROUP/NAME, e.g. "
+        "vmscan/mm_vmscan_lru_isolate) in each run's "
+        "trace.txt; repeatable. Busy events slow the "
+        "guest: they explain a comparison, they do not "
+        "belong in one",
+    ),
 ) -> None:
     """Run a scenario on a profile for each scheme, then write summary.json and the report."""
     if resume and out is None:
         raise UserError("--resume needs --out: the results directory of the campaign to continue")
     out = out or paths.RESULTS_DIR / f"{scenario}-{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
-    req = campaign.CampaignRequest(scenario, profile, schemes, reps, seed, out, flavour, rounds,
-                                   perf_hz=perf_hz, resume=resume,
-                                   trace_events=tuple(trace_event))
+    req = campaign.CampaignRequest(
+        scenario,
+        profile,
+        schemes,
+        reps,
+        seed,
+        out,
+        flavour,
+        rounds,
+        perf_hz=perf_hz,
+        resume=resume,
+        trace_events=tuple(trace_event),
+    )
     plan = campaign.plan(req)
     with _runs_progress(reps * len(plan.schemes)) as (progress, _):
         result = campaign.run(plan, progress)
@@ -84,9 +107,15 @@ def run(
 def _runs_progress(n_runs: int):
     """A progress bar over guest runs: yields progress(msg, run_finished),
     the callback campaign.run() and paper.run() take, and a log(msg)."""
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total} runs"), TimeElapsedColumn(),
-                  console=err, transient=False) as bar:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} runs"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as bar:
         task = bar.add_task("preparing", total=n_runs)
 
         def log(msg: str) -> None:
@@ -116,8 +145,10 @@ def _finish(out: Path, result: dict) -> None:
         typer.echo(f"report: {path}")
     if failed:
         for r in failed:
-            err.print(f"[red]run {r['scheme']} rep {r['rep']} failed:[/red] "
-                      f"{rich.markup.escape(str(r['error']))}")
+            err.print(
+                f"[red]run {r['scheme']} rep {r['rep']} failed:[/red] "
+                f"{rich.markup.escape(str(r['error']))}"
+            )
         raise typer.Exit(3)
 
 
@@ -130,8 +161,11 @@ def report_cmd(results: Path = typer.Argument(..., help="a results directory")) 
 
 
 @app.command("regime")
-def regime_cmd(results: Path = typer.Argument(..., help="a pmrtb paper output directory or a "
-                                                        "campaign's results directory")) -> None:
+def regime_cmd(
+    results: Path = typer.Argument(
+        ..., help="a pmrtb paper output directory or a campaign's results directory"
+    ),
+) -> None:
     """Whether original's runs are in the paper's regime: DIR/regime.json and a table
     (exit 0 whether or not the checks pass: it is a report)."""
     result = regime_mod.regime(results)
@@ -148,32 +182,50 @@ def print_regime(result: dict) -> None:
     table.add_column("missing", overflow="fold")
     for c in result["checks"]:
         status = regime_mod.result_text(c)
-        table.add_row(c["name"], rich.markup.escape(regime_mod.ours_text(c)),
-                      regime_mod.range_text(c["lo"], c["hi"]),
-                      f"[{colour.get(status, 'yellow')}]{status}[/]",
-                      rich.markup.escape(c["missing"] or ""))
+        table.add_row(
+            c["name"],
+            rich.markup.escape(regime_mod.ours_text(c)),
+            regime_mod.range_text(c["lo"], c["hi"]),
+            f"[{colour.get(status, 'yellow')}]{status}[/]",
+            rich.markup.escape(c["missing"] or ""),
+        )
     for r in result["reported"]:
-        table.add_row(r["name"], regime_mod.fmt(r["value"]), "–", "reported",
-                      rich.markup.escape(r.get("missing") or ""))
+        table.add_row(
+            r["name"],
+            regime_mod.fmt(r["value"]),
+            "–",
+            "reported",
+            rich.markup.escape(r.get("missing") or ""),
+        )
     Console().print(table)
 
 
 @app.command()
 def paper(
-    out: Path = typer.Option(..., help="output directory; run again with the same one to "
-                                       "continue a cut-off evaluation"),
-    quick: bool = typer.Option(False, "--quick", help="~20 min: 1 rep of 1 round per run, "
-                                                      "fewer schemes and sweep points"),
-    thorough: bool = typer.Option(False, "--thorough", help="~5.5 h: every campaign at --reps, "
-                                                            "every sweep point, both profiles"),
-    reps: int = typer.Option(None, help="repetitions of main's schemes (full and thorough: 3 "
-                                        "or more, default 3; quick: default 1)"),
+    out: Path = typer.Option(
+        ..., help="output directory; run again with the same one to continue a cut-off evaluation"
+    ),
+    quick: bool = typer.Option(
+        False, "--quick", help="~20 min: 1 rep of 1 round per run, fewer schemes and sweep points"
+    ),
+    thorough: bool = typer.Option(
+        False,
+        "--thorough",
+        help="~5.5 h: every campaign at --reps, every sweep point, both profiles",
+    ),
+    reps: int = typer.Option(
+        None,
+        help="repetitions of main's schemes (full and thorough: 3 "
+        "or more, default 3; quick: default 1)",
+    ),
     seed: int = typer.Option(1, help="seed of app order and dwell times, same for every run"),
 ) -> None:
     """The PMR paper's evaluation (§3.2, §5): every campaign, then DIR/paper.md."""
     if quick and thorough:
-        raise UserError("--quick and --thorough exclude each other: give one, or neither for "
-                        "the full (~2 h) run")
+        raise UserError(
+            "--quick and --thorough exclude each other: give one, or neither for "
+            "the full (~2 h) run"
+        )
     mode = "quick" if quick else "thorough" if thorough else "full"
     plan = paper_mod.plan(out, mode=mode, reps=reps, seed=seed)
     state = paper_mod.statuses(plan)
@@ -192,27 +244,50 @@ def reliability(
     profile: str = typer.Option(..., help="profiles/<name>.toml"),
     scheme: str = typer.Option(..., help="one scheme, e.g. original, mglru or pmr+ice"),
     flavour: str = typer.Option("testbed", help="kernel flavour: testbed or debug"),
-    toggle: str = typer.Option(None, help="PATH=V1,V2,...: write these values to the knob in "
-                                          "turn under load (it ends at V1)"),
+    toggle: str = typer.Option(
+        None,
+        help="PATH=V1,V2,...: write these values to the knob in turn under load (it ends at V1)",
+    ),
     toggles: int = typer.Option(100, help="how many --toggle writes, spread over the run"),
-    toggle_refused: str = typer.Option(None, help="comma-separated --toggle values the kernel "
-                                                  "must refuse"),
+    toggle_refused: str = typer.Option(
+        None, help="comma-separated --toggle values the kernel must refuse"
+    ),
     swap_factor: float = typer.Option(4.0, help="load until pswpout reaches this many times RAM"),
-    out: Path = typer.Option(None, help="results directory "
-                                        "(default results/reliability-<profile>-<scheme>-<time>)"),
-    swap_full: bool = typer.Option(False, "--swap-full",
-                                   help="a swap disk that runs full (OOM kills allowed)"),
-    swap_write_errors: bool = typer.Option(False, "--swap-write-errors",
-                                           help="writes to part of the swap disk fail (EIO)"),
+    out: Path = typer.Option(
+        None, help="results directory (default results/reliability-<profile>-<scheme>-<time>)"
+    ),
+    swap_full: bool = typer.Option(
+        False, "--swap-full", help="a swap disk that runs full (OOM kills allowed)"
+    ),
+    swap_write_errors: bool = typer.Option(
+        False, "--swap-write-errors", help="writes to part of the swap disk fail (EIO)"
+    ),
 ) -> None:
     """Data integrity and kernel reliability under heavy swapping: exit 0 if every check passed."""
-    out = out or paths.RESULTS_DIR / f"reliability-{profile}-{scheme}-{time.strftime('%Y%m%d-%H%M%S')}"
-    req = reliability_mod.ReliabilityRequest(profile, scheme, out, flavour, toggle, toggles,
-                                             toggle_refused, swap_factor, swap_full=swap_full,
-                                             swap_write_errors=swap_write_errors)
+    out = (
+        out
+        or paths.RESULTS_DIR / f"reliability-{profile}-{scheme}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    req = reliability_mod.ReliabilityRequest(
+        profile,
+        scheme,
+        out,
+        flavour,
+        toggle,
+        toggles,
+        toggle_refused,
+        swap_factor,
+        swap_full=swap_full,
+        swap_write_errors=swap_write_errors,
+    )
     plan = reliability_mod.plan(req)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=err, transient=False) as bar:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as bar:
         task = bar.add_task("preparing", total=None)
         result = reliability_mod.run(plan, lambda msg: bar.update(task, description=msg))
     print_checks(result)
@@ -222,8 +297,10 @@ def reliability(
 
 def print_checks(result: dict) -> None:
     colour = {"pass": "green", "fail": "bold red", "skipped": "yellow"}
-    table = Table(title=f"reliability: {result.get('scheme')} on {result.get('kernel')}, "
-                        f"{result.get('duration_s')} s in the guest")
+    table = Table(
+        title=f"reliability: {result.get('scheme')} on {result.get('kernel')}, "
+        f"{result.get('duration_s')} s in the guest"
+    )
     table.add_column("check")
     table.add_column("status")
     table.add_column("detail", overflow="fold")
@@ -243,36 +320,58 @@ def probe(
     name: str = typer.Argument(..., help="a probe: probes/<name>.sh"),
     args: list[str] = typer.Argument(None, help="the probe's own arguments (e.g. vm.pmr_mode)"),
     flavour: str = typer.Option("testbed", help="kernel flavour: testbed or debug"),
-    out: Path = typer.Option(None, help="results directory "
-                                        "(default results/probe-<name>-<time>)"),
-    kernel_image: Path = typer.Option(None, "--kernel",
-                                      help="boot this bzImage instead of the series' kernel "
-                                           "(e.g. one without a patch)"),
+    out: Path = typer.Option(None, help="results directory (default results/probe-<name>-<time>)"),
+    kernel_image: Path = typer.Option(
+        None,
+        "--kernel",
+        help="boot this bzImage instead of the series' kernel (e.g. one without a patch)",
+    ),
 ) -> None:
     """One kernel behaviour in a small guest: exit 0 passed, 1 failed, 4 inconclusive."""
-    probe_mod.check(name, flavour, kernel_image)   # refuse bad input before building anything
+    probe_mod.check(name, flavour, kernel_image)  # refuse bad input before building anything
     out = out or paths.RESULTS_DIR / f"probe-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=err, transient=False) as bar:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as bar:
         task = bar.add_task("preparing", total=None)
-        result = probe_mod.run(name, list(args or []), out, flavour,
-                               lambda msg: bar.update(task, description=msg), kernel_image)
+        result = probe_mod.run(
+            name,
+            list(args or []),
+            out,
+            flavour,
+            lambda msg: bar.update(task, description=msg),
+            kernel_image,
+        )
     typer.echo(f"{name}: {result.status}: {result.verdict}")
     typer.echo(f"probe.json: {out / 'probe.json'}")
     raise typer.Exit(PROBE_EXIT[result.status])
 
 
 @app.command()
-def shell(profile: str = typer.Option("pixel6pro", help="profile for guest RAM and CPUs"),
-          flavour: str = typer.Option("testbed")) -> None:
+def shell(
+    profile: str = typer.Option("pixel6pro", help="profile for guest RAM and CPUs"),
+    flavour: str = typer.Option("testbed"),
+) -> None:
     """An interactive shell in the guest (host root read-only, project tree visible)."""
     import os
+
     prof = profiles.load(profile)
     guest.check_host_tools()
     image = kernel.build(flavour)
     accel = guest.detect_accel(image.bzimage)
-    cmd = guest.vng_command(image.bzimage, exec_cmd=None, ram_mb=prof.guest_ram_mb,
-                            cpus=prof.cpus, accel=accel, rwdirs=[], disks=[])
+    cmd = guest.vng_command(
+        image.bzimage,
+        exec_cmd=None,
+        ram_mb=prof.guest_ram_mb,
+        cpus=prof.cpus,
+        accel=accel,
+        rwdirs=[],
+        disks=[],
+    )
     cmd.remove("--verbose")
     os.execvpe(cmd[0], cmd, guest.vng_env())
 

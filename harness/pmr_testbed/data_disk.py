@@ -25,7 +25,7 @@ from . import guest, paths, spec
 from .errors import UserError
 
 IMAGE = "data.img"
-LAYOUT = "data.json"   # beside the image: the layout it holds
+LAYOUT = "data.json"  # beside the image: the layout it holds
 # ext4 metadata and journal on top of the files
 SLACK_FRACTION, SLACK_MB, MIN_MB = 0.2, 128, 256
 
@@ -38,8 +38,10 @@ def size_mb(guest_spec: dict) -> int:
 def layout(guest_spec: dict) -> dict:
     """What decides the image's content: the apps' files and the binary
     that lays them out and fills them."""
-    return {"apps": [[a["name"], a["file_mb"], a["processes"]] for a in guest_spec["apps"]],
-            "runtime": paths.runtime_digest()[:16]}
+    return {
+        "apps": [[a["name"], a["file_mb"], a["processes"]] for a in guest_spec["apps"]],
+        "runtime": paths.runtime_digest()[:16],
+    }
 
 
 def image(spec_path: Path, guest_spec: dict, disk_dir: Path) -> guest.Disk:
@@ -56,10 +58,11 @@ def image(spec_path: Path, guest_spec: dict, disk_dir: Path) -> guest.Disk:
     shutil.rmtree(disk_dir, ignore_errors=True)
     files = disk_dir / "files"
     guest.check_disk_space(disk_dir, disk.size_mb * 2, spec.DATA_SERIAL)
-    _tool([str(paths.RUNTIME_BIN), "app-files", "--spec", str(spec_path), "--dir", str(files)],
-          "pmr-guest app-files")
-    _tool(["mkfs.ext4", "-q", "-F", "-d", str(files), str(img), f"{disk.size_mb}M"],
-          "mkfs.ext4 -d")
+    _tool(
+        [str(paths.RUNTIME_BIN), "app-files", "--spec", str(spec_path), "--dir", str(files)],
+        "pmr-guest app-files",
+    )
+    _tool(["mkfs.ext4", "-q", "-F", "-d", str(files), str(img), f"{disk.size_mb}M"], "mkfs.ext4 -d")
     shutil.rmtree(files)
     recorded.write_text(json.dumps(want) + "\n")
     return disk
@@ -69,8 +72,7 @@ def _tool(cmd: list[str], name: str) -> None:
     try:
         res = subprocess.run(cmd, capture_output=True, text=True)
     except OSError as exc:
-        raise UserError(f"{name}: cannot run {cmd[0]} ({exc.strerror}): run `make setup`") \
-            from None
+        raise UserError(f"{name}: cannot run {cmd[0]} ({exc.strerror}): run `make setup`") from None
     if res.returncode != 0:
         last = ((res.stderr or res.stdout).strip().splitlines() or ["no output"])[-1]
         raise UserError(f"{name} failed to make the data disk (exit {res.returncode}): {last}")

@@ -97,8 +97,16 @@ def _read_cache() -> dict[str, dict]:
     return {}
 
 
-def measure(kernel: Path, kernel_version: str, accel: str, *, cpus: int = 2,
-            ram_mb: int = 1024, work_dir: Path, append: list[str] | None = None) -> Dilation:
+def measure(
+    kernel: Path,
+    kernel_version: str,
+    accel: str,
+    *,
+    cpus: int = 2,
+    ram_mb: int = 1024,
+    work_dir: Path,
+    append: list[str] | None = None,
+) -> Dilation:
     """The dilation in a guest booted with `append` on its command line, as
     the runs are (kernel.BOOT_ARGS)."""
     if not paths.RUNTIME_BIN.exists():
@@ -110,35 +118,51 @@ def measure(kernel: Path, kernel_version: str, accel: str, *, cpus: int = 2,
         try:
             return Dilation(**{k: v for k, v in cache[key].items() if k != "fault_factor"})
         except TypeError:
-            pass   # written by another version of this file: measure again
+            pass  # written by another version of this file: measure again
     host = _host_bench()
-    boots = [_guest_bench(kernel, work_dir / f"dilation-console-{i}.log", ram_mb, cpus, accel,
-                          append) for i in range(1, GUEST_BOOTS + 1)]
+    boots = [
+        _guest_bench(kernel, work_dir / f"dilation-console-{i}.log", ram_mb, cpus, accel, append)
+        for i in range(1, GUEST_BOOTS + 1)
+    ]
     inside = {k: statistics.median(b[k] for b in boots) for k in boots[0]}
     dil = Dilation(
         factor=round(inside["ns_per_page"] / host["ns_per_page"], 3),
-        host_ns_per_page=host["ns_per_page"], guest_ns_per_page=inside["ns_per_page"],
+        host_ns_per_page=host["ns_per_page"],
+        guest_ns_per_page=inside["ns_per_page"],
         host_work_iters_per_ms=host["work_iters_per_ms"],
-        guest_work_iters_per_ms=inside["work_iters_per_ms"], accel=accel,
+        guest_work_iters_per_ms=inside["work_iters_per_ms"],
+        accel=accel,
         host_fault_ns_per_page=host["fault_ns_per_page"],
         guest_fault_ns_per_page=inside["fault_ns_per_page"],
-        guest_ns_per_page_boots=[b["ns_per_page"] for b in boots])
+        guest_ns_per_page_boots=[b["ns_per_page"] for b in boots],
+    )
     cache[key] = dil.as_dict()
     CACHE.parent.mkdir(parents=True, exist_ok=True)
     CACHE.write_text(json.dumps({"entries": cache}, indent=2) + "\n")
     return dil
 
 
-def _guest_bench(kernel: Path, console: Path, ram_mb: int, cpus: int, accel: str,
-                 append: list[str]) -> dict:
+def _guest_bench(
+    kernel: Path, console: Path, ram_mb: int, cpus: int, accel: str, append: list[str]
+) -> dict:
     """The benchmark's result in one guest boot."""
-    res = guest.boot(kernel, exec_cmd=" ".join([str(paths.RUNTIME_BIN), *BENCH_ARGS]),
-                     console_path=console, deadline_s=180, ram_mb=ram_mb, cpus=cpus,
-                     accel=accel, rwdirs=[], append=append)
+    res = guest.boot(
+        kernel,
+        exec_cmd=" ".join([str(paths.RUNTIME_BIN), *BENCH_ARGS]),
+        console_path=console,
+        deadline_s=180,
+        ram_mb=ram_mb,
+        cpus=cpus,
+        accel=accel,
+        rwdirs=[],
+        append=append,
+    )
     try:
         if res.returncode != 0:
             raise ValueError(f"exit status {res.returncode}")
         return _bench_json(res.console)
     except ValueError as exc:
-        raise GuestError(f"dilation benchmark failed in the guest ({exc}); console: {console}",
-                         guest.tail(res.console)) from None
+        raise GuestError(
+            f"dilation benchmark failed in the guest ({exc}); console: {console}",
+            guest.tail(res.console),
+        ) from None

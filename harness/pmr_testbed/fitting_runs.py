@@ -29,12 +29,16 @@ from .significance import permutation_p
 
 FIT_SWAP_FULL_S = 30.0
 # (dotted path in a run's figures, what the report calls it)
-FIGURES = (("response_ms.mean", "response mean ms"),
-           ("switch_kinds.hot.mean_ms", "hot switch ms"),
-           ("switch_kinds.cold.mean_ms", "cold switch ms"),
-           ("switch_kinds.cold.cost.runq_ms", "cold launch waiting for a CPU ms"),
-           ("kills", "kills"), ("allocstall", "allocstall"),
-           ("reclaim_mbps.peak", "reclaim peak MB/s"), ("reclaim_cpu_total", "reclaim CPU s"))
+FIGURES = (
+    ("response_ms.mean", "response mean ms"),
+    ("switch_kinds.hot.mean_ms", "hot switch ms"),
+    ("switch_kinds.cold.mean_ms", "cold switch ms"),
+    ("switch_kinds.cold.cost.runq_ms", "cold launch waiting for a CPU ms"),
+    ("kills", "kills"),
+    ("allocstall", "allocstall"),
+    ("reclaim_mbps.peak", "reclaim peak MB/s"),
+    ("reclaim_cpu_total", "reclaim CPU s"),
+)
 # one run's figures by path, as summary.run_figures gives them
 Figures = dict[tuple[str, ...], float | None]
 
@@ -59,16 +63,20 @@ def _values(runs: list[tuple[int, Figures]], dotted: str) -> list[float]:
 def fitting_summary(runs: dict[str, list[tuple[int, Figures]]], baseline: str) -> dict:
     """The figures of each scheme's fitting reps (see the module docstring),
     from each scheme's (rep, figures) pairs."""
-    fitting = {name: [(rep, fig) for rep, fig in pairs if fits(fig)]
-               for name, pairs in runs.items()}
+    fitting = {
+        name: [(rep, fig) for rep, fig in pairs if fits(fig)] for name, pairs in runs.items()
+    }
     schemes = {}
     for name, pairs in fitting.items():
-        entry: dict = {"reps": [rep for rep, _ in pairs],
-                       "not_judged": [rep for rep, fig in runs[name] if fits(fig) is None]}
+        entry: dict = {
+            "reps": [rep for rep, _ in pairs],
+            "not_judged": [rep for rep, fig in runs[name] if fits(fig) is None],
+        }
         entry["figures"] = {d: _spread(_values(pairs, d)) for d, _ in FIGURES}
         if name != baseline and baseline in fitting:
-            entry["p_value"] = {d: permutation_p(_values(pairs, d),
-                                                 _values(fitting[baseline], d))
-                                for d, _ in FIGURES}
+            entry["p_value"] = {
+                d: permutation_p(_values(pairs, d), _values(fitting[baseline], d))
+                for d, _ in FIGURES
+            }
         schemes[name] = entry
     return {"swap_full_under_s": FIT_SWAP_FULL_S, "schemes": schemes}

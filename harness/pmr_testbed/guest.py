@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,11 +54,25 @@ PREEMPT_SAID = re.compile(r"Dynamic Preempt: (\w+)")
 BOOT_POLL_S = 2.0
 # Console lines that mean the kernel is unwell; a run that shows one fails.
 SPLAT_PATTERNS = [
-    r"Kernel panic", r"\bBUG: ", r"\bOops\b", r"WARNING: .* at ", r"WARNING: CPU: ",
-    r"general protection fault", r"KASAN: ", r"UBSAN: ", r"possible circular locking",
-    r"possible recursive locking", r"INFO: task .* blocked for more than",
-    r"list_add corruption", r"list_del corruption", r"Bad page state", r"page dumped because",
-    r"soft lockup", r"hard LOCKUP", r"RCU stall", r"rcu_sched self-detected stall",
+    r"Kernel panic",
+    r"\bBUG: ",
+    r"\bOops\b",
+    r"WARNING: .* at ",
+    r"WARNING: CPU: ",
+    r"general protection fault",
+    r"KASAN: ",
+    r"UBSAN: ",
+    r"possible circular locking",
+    r"possible recursive locking",
+    r"INFO: task .* blocked for more than",
+    r"list_add corruption",
+    r"list_del corruption",
+    r"Bad page state",
+    r"page dumped because",
+    r"soft lockup",
+    r"hard LOCKUP",
+    r"RCU stall",
+    r"rcu_sched self-detected stall",
 ]
 
 
@@ -67,27 +82,45 @@ class Disk:
     with `blkdebug` (a config file, blkdebug.py) QEMU's blkdebug driver sits
     between the raw format and the image and fails the writes it names, which
     QEMU reports to the guest (werror=report) instead of pausing it."""
+
     path: Path
     serial: str
     size_mb: int
     throttle: dict = field(default_factory=dict)  # QEMU throttling.* options
     blkdebug: Path | None = None
-    read_only: bool = False   # the guest cannot write it; guests may share it
+    read_only: bool = False  # the guest cannot write it; guests may share it
 
     def qemu_args(self) -> list[str]:
-        common = ["if=none", f"id={self.serial}", "format=raw", "cache=writeback",
-                  "discard=unmap"] + (["readonly=on"] if self.read_only else [])
+        common = [
+            "if=none",
+            f"id={self.serial}",
+            "format=raw",
+            "cache=writeback",
+            "discard=unmap",
+        ] + (["readonly=on"] if self.read_only else [])
         if self.blkdebug is None:
             opts = [f"file={blkdebug.qemu_escape(str(self.path))}", *common]
         else:
-            opts = [*common, *blkdebug.file_options(self.path, self.blkdebug),
-                    "werror=report", "rerror=report"]
-        key = {"bps_write": "bps-write", "iops_write": "iops-write",
-               "bps_read": "bps-read", "iops_read": "iops-read"}
+            opts = [
+                *common,
+                *blkdebug.file_options(self.path, self.blkdebug),
+                "werror=report",
+                "rerror=report",
+            ]
+        key = {
+            "bps_write": "bps-write",
+            "iops_write": "iops-write",
+            "bps_read": "bps-read",
+            "iops_read": "iops-read",
+        }
         for name, value in self.throttle.items():
             opts.append(f"throttling.{key[name]}={int(value)}")
-        return ["-drive", ",".join(opts),
-                "-device", f"virtio-blk-pci,drive={self.serial},serial={self.serial}"]
+        return [
+            "-drive",
+            ",".join(opts),
+            "-device",
+            f"virtio-blk-pci,drive={self.serial},serial={self.serial}",
+        ]
 
 
 def check_disk_space(directory: Path, need_mb: int, serial: str) -> None:
@@ -95,8 +128,10 @@ def check_disk_space(directory: Path, need_mb: int, serial: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     free_mb = shutil.disk_usage(directory).free // 2**20
     if free_mb < need_mb + 512:
-        raise UserError(f"disk full: {directory} has {free_mb} MB free, the guest's "
-                        f"{serial} disk needs {need_mb} MB: free some space")
+        raise UserError(
+            f"disk full: {directory} has {free_mb} MB free, the guest's "
+            f"{serial} disk needs {need_mb} MB: free some space"
+        )
 
 
 def create_disk(disk: Disk) -> None:
@@ -120,13 +155,16 @@ def tail(text: str, lines: int = 40) -> str:
 
 def check_host_tools() -> None:
     if not shutil.which("qemu-system-x86_64"):
-        raise UserError("qemu-system-x86_64 not found: run `make setup` "
-                        "(or apt-get install qemu-system-x86)")
+        raise UserError(
+            "qemu-system-x86_64 not found: run `make setup` (or apt-get install qemu-system-x86)"
+        )
     if not _vng():
         raise UserError("vng (virtme-ng) not found: run `make setup` to create the project venv")
     if not shutil.which("udevadm"):
-        raise UserError("udev is not installed on the host: vng --exec returns nothing "
-                        "without it; run `make setup` (or apt-get install udev)")
+        raise UserError(
+            "udev is not installed on the host: vng --exec returns nothing "
+            "without it; run `make setup` (or apt-get install udev)"
+        )
 
 
 def vng_env() -> dict:
@@ -147,11 +185,27 @@ def _probe_kvm(kernel: Path) -> bool:
     where nested virtualization is missing the boot hangs, and the timeout
     tells us to use TCG.
     """
-    cmd = ["qemu-system-x86_64", "-accel", "kvm", "-m", "256", "-nographic", "-no-reboot",
-           "-kernel", str(kernel), "-append", "console=ttyS0 panic=-1 init=/nonexistent-init"]
+    cmd = [
+        "qemu-system-x86_64",
+        "-accel",
+        "kvm",
+        "-m",
+        "256",
+        "-nographic",
+        "-no-reboot",
+        "-kernel",
+        str(kernel),
+        "-append",
+        "console=ttyS0 panic=-1 init=/nonexistent-init",
+    ]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=KVM_PROBE_TIMEOUT_S,
-                             stdin=subprocess.DEVNULL)
+        res = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=KVM_PROBE_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return False
     return "Kernel panic" in res.stdout + res.stderr
@@ -211,14 +265,35 @@ class BootResult:
     elapsed_s: float
 
 
-def vng_command(kernel: Path, *, exec_cmd: str | None, ram_mb: int, cpus: int, accel: str,
-                rwdirs: list[Path], disks: list[Disk], append: list[str] | None = None) -> list[str]:
+def vng_command(
+    kernel: Path,
+    *,
+    exec_cmd: str | None,
+    ram_mb: int,
+    cpus: int,
+    accel: str,
+    rwdirs: list[Path],
+    disks: list[Disk],
+    append: list[str] | None = None,
+) -> list[str]:
     # --force-9p: the root and the rwdirs on 9p on every host. Debian 12's
     # virtiofsd (QEMU's C one) answers --version as root but fails on vng's
     # options, and vng waited 3 s for it, for the root and again for the
     # rwdirs, before it fell back to 9p: 6-7 s of every boot, for nothing.
-    cmd = [_vng() or "vng", "--run", str(kernel), "--verbose", "--disable-microvm",
-           "--force-9p", "--cpus", str(cpus), "--memory", f"{ram_mb}M", "--cwd", str(paths.ROOT)]
+    cmd = [
+        _vng() or "vng",
+        "--run",
+        str(kernel),
+        "--verbose",
+        "--disable-microvm",
+        "--force-9p",
+        "--cpus",
+        str(cpus),
+        "--memory",
+        f"{ram_mb}M",
+        "--cwd",
+        str(paths.ROOT),
+    ]
     if accel == "tcg":
         cmd.append("--disable-kvm")
     append = accel_boot_args(accel) + list(append or [])
@@ -241,9 +316,20 @@ class BootHang(GuestError):
     """The kernel never started user space: the workload did not begin."""
 
 
-def boot(kernel: Path, *, exec_cmd: str, console_path: Path, deadline_s: float, ram_mb: int,
-         cpus: int, accel: str, rwdirs: list[Path], disks: list[Disk] = (),
-         append: list[str] | None = None, check_splats: bool = True) -> BootResult:
+def boot(
+    kernel: Path,
+    *,
+    exec_cmd: str,
+    console_path: Path,
+    deadline_s: float,
+    ram_mb: int,
+    cpus: int,
+    accel: str,
+    rwdirs: list[Path],
+    disks: Sequence[Disk] = (),
+    append: list[str] | None = None,
+    check_splats: bool = True,
+) -> BootResult:
     """Boot, run exec_cmd, and return its exit status and the console.
 
     Raises GuestError if the guest outlives deadline_s, if the console shows
@@ -254,8 +340,16 @@ def boot(kernel: Path, *, exec_cmd: str, console_path: Path, deadline_s: float, 
     `append` asks for a preemption mode, if the kernel does not run with it
     (check_preemption).
     """
-    cmd = vng_command(kernel, exec_cmd=exec_cmd, ram_mb=ram_mb, cpus=cpus, accel=accel,
-                      rwdirs=list(rwdirs), disks=list(disks), append=append)
+    cmd = vng_command(
+        kernel,
+        exec_cmd=exec_cmd,
+        ram_mb=ram_mb,
+        cpus=cpus,
+        accel=accel,
+        rwdirs=list(rwdirs),
+        disks=list(disks),
+        append=append,
+    )
     console_path.parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, BOOT_ATTEMPTS + 1):
         try:
@@ -269,8 +363,11 @@ def boot(kernel: Path, *, exec_cmd: str, console_path: Path, deadline_s: float, 
             if host.exists():
                 host.replace(host.with_name(f"{host.stem}.boot-hang-{attempt}.csv"))
             if attempt == BOOT_ATTEMPTS:
-                raise BootHang(f"{hang} ({attempt} boots; consoles: {kept.parent}/"
-                               f"{console_path.stem}.boot-hang-*.log)", hang.console_tail) from None
+                raise BootHang(
+                    f"{hang} ({attempt} boots; consoles: {kept.parent}/"
+                    f"{console_path.stem}.boot-hang-*.log)",
+                    hang.console_tail,
+                ) from None
             print(f"warning: {hang}; console kept as {kept}; booting again", file=sys.stderr)
     raise AssertionError("unreachable")
 
@@ -284,16 +381,19 @@ def check_preemption(append: list[str], console: str) -> None:
     found = PREEMPT_SAID.search(console)
     if found is None or found.group(1) != wanted[-1]:
         said = found.group(0) if found else "no `Dynamic Preempt:` line"
-        raise GuestError(f"the guest kernel did not boot with {wanted[-1]} preemption ({said}): "
-                         "kernel/config/testbed.config asks for CONFIG_PREEMPT_DYNAMIC=y")
+        raise GuestError(
+            f"the guest kernel did not boot with {wanted[-1]} preemption ({said}): "
+            "kernel/config/testbed.config asks for CONFIG_PREEMPT_DYNAMIC=y"
+        )
 
 
 def _userspace_started(console_path: Path) -> bool:
     return USERSPACE_MARKER.search(console_path.read_text(errors="replace")) is not None
 
 
-def _wait(proc: subprocess.Popen, console_path: Path, start: float,
-          deadline_s: float) -> tuple[int | None, bool]:
+def _wait(
+    proc: subprocess.Popen, console_path: Path, start: float, deadline_s: float
+) -> tuple[int | None, bool]:
     """The guest's exit status (None if it outlived its time) and whether its
     kernel started user space. Until it has, the time is BOOT_WATCHDOG_S."""
     booted = False
@@ -319,12 +419,13 @@ def _copy_to(pipe, log) -> None:
         for chunk in iter(lambda: pipe.read1(65536), b""):
             log.write(chunk)
             log.flush()
-    except ValueError:      # the console was closed: a process kept the pipe open
+    except ValueError:  # the console was closed: a process kept the pipe open
         pass
 
 
-def _boot_once(cmd: list[str], console_path: Path, deadline_s: float,
-               check_splats: bool) -> BootResult:
+def _boot_once(
+    cmd: list[str], console_path: Path, deadline_s: float, check_splats: bool
+) -> BootResult:
     start = time.monotonic()
     with open(console_path, "wb") as log:
         log.write(("# " + shlex.join(cmd) + "\n").encode())
@@ -333,9 +434,15 @@ def _boot_once(cmd: list[str], console_path: Path, deadline_s: float,
         # /proc/self/fd/2 once per port (serial console, the guest's
         # stdout and stderr), and a file opened so gets an offset of its
         # own: the guest's output overwrote the start of the console.
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True,
-                                cwd=paths.ROOT, env=vng_env())
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=paths.ROOT,
+            env=vng_env(),
+        )
         copier = threading.Thread(target=_copy_to, args=(proc.stdout, log), daemon=True)
         copier.start()
         sampler = HostCpuSampler(proc.pid, console_path.with_name(HOST_CPU_FILE)).start()
@@ -347,24 +454,37 @@ def _boot_once(cmd: list[str], console_path: Path, deadline_s: float,
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         copier.join(timeout=COPY_WAIT_S)
-        if not copier.is_alive():
+        if not copier.is_alive() and proc.stdout is not None:
             proc.stdout.close()
         if rc is None:
             console = console_path.read_text(errors="replace")
             if not booted:
-                raise BootHang(f"the kernel did not start user space within "
-                               f"{min(deadline_s, BOOT_WATCHDOG_S):.0f} s", tail(console))
-            raise GuestError(f"guest did not finish within {deadline_s:.0f} s (hung or too slow); "
-                             f"console: {console_path}", tail(console))
+                raise BootHang(
+                    f"the kernel did not start user space within "
+                    f"{min(deadline_s, BOOT_WATCHDOG_S):.0f} s",
+                    tail(console),
+                )
+            raise GuestError(
+                f"guest did not finish within {deadline_s:.0f} s (hung or too slow); "
+                f"console: {console_path}",
+                tail(console),
+            )
     console = console_path.read_text(errors="replace")
     elapsed = time.monotonic() - start
-    if rc != 0 and KERNEL_LINE.search(console) and not USERSPACE_MARKER.search(console) \
-            and not splats(console):
-        raise BootHang(f"the guest exited with status {rc} while its kernel booted, before "
-                       "user space", tail(console))
+    if (
+        rc != 0
+        and KERNEL_LINE.search(console)
+        and not USERSPACE_MARKER.search(console)
+        and not splats(console)
+    ):
+        raise BootHang(
+            f"the guest exited with status {rc} while its kernel booted, before user space",
+            tail(console),
+        )
     if check_splats:
         found = splats(console)
         if found:
-            raise GuestError(f"kernel reported a problem ({found[0]}); console: {console_path}",
-                             tail(console))
+            raise GuestError(
+                f"kernel reported a problem ({found[0]}); console: {console_path}", tail(console)
+            )
     return BootResult(rc, console, elapsed)

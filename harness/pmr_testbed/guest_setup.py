@@ -7,9 +7,9 @@ setup errors (exit status 2) turned into one line for the user.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from . import dilation as dilation_mod
 from . import guest, kernel, max_rate, paths, profiles, spec
@@ -29,8 +29,10 @@ def check_host_memory(ram_mb: int) -> None:
         if line.startswith("MemAvailable:"):
             avail_kb = int(line.split()[1])
     if avail_kb and avail_kb // 1024 < ram_mb + 512:
-        raise UserError(f"the host has {avail_kb // 1024} MB available, the guest needs "
-                        f"{ram_mb} MB: close other programs or pick a smaller profile")
+        raise UserError(
+            f"the host has {avail_kb // 1024} MB available, the guest needs "
+            f"{ram_mb} MB: close other programs or pick a smaller profile"
+        )
 
 
 def newer_runtime_source() -> Path | None:
@@ -39,8 +41,11 @@ def newer_runtime_source() -> Path | None:
     runtime = paths.RUNTIME_DIR
     built = paths.RUNTIME_BIN.stat().st_mtime
     sources = [p for p in (runtime / "src").rglob("*.rs") if p.is_file()]  # not a dangling link
-    return max((p for p in sources if p.stat().st_mtime > built),
-               key=lambda p: p.stat().st_mtime, default=None)
+    return max(
+        (p for p in sources if p.stat().st_mtime > built),
+        key=lambda p: p.stat().st_mtime,
+        default=None,
+    )
 
 
 def check_host(profile: Profile) -> None:
@@ -50,14 +55,16 @@ def check_host(profile: Profile) -> None:
     if not paths.RUNTIME_BIN.exists():
         raise UserError(f"{paths.RUNTIME_BIN} is not built: run `make setup`")
     if newer := newer_runtime_source():
-        raise UserError(f"{paths.RUNTIME_BIN} is older than {newer}: run `make setup` "
-                        "to rebuild it")
+        raise UserError(
+            f"{paths.RUNTIME_BIN} is older than {newer}: run `make setup` to rebuild it"
+        )
     check_host_memory(profile.guest_ram_mb)
 
 
 @dataclass(frozen=True)
 class Machine:
     """The kernel and the QEMU settings every guest of a command boots with."""
+
     image: kernel.KernelImage
     accel: str
     dilation: dilation_mod.Dilation
@@ -68,38 +75,53 @@ class Machine:
     def flash_calibration(self, profile: Profile) -> dict:
         """How the swap disk's limits were derived, for campaign.json."""
         ceiling = self.reclaim_ceiling["reclaim_peak_mbps"]
-        return {"reclaim_ceiling_mbps": ceiling,
-                "phone_peak_reclaim_mbps": profile.peak_reclaim_mbps,
-                "flash_scale": round(profile.flash_scale(ceiling), 4),
-                "ceiling_boots": self.reclaim_ceiling.get("boots", [])}
+        return {
+            "reclaim_ceiling_mbps": ceiling,
+            "phone_peak_reclaim_mbps": profile.peak_reclaim_mbps,
+            "flash_scale": round(profile.flash_scale(ceiling), 4),
+            "ceiling_boots": self.reclaim_ceiling.get("boots", []),
+        }
 
 
-def prepare(profile: Profile, flavour: str, work_dir: Path,
-            progress: Callable[[str], None]) -> Machine:
+def prepare(
+    profile: Profile, flavour: str, work_dir: Path, progress: Callable[[str], None]
+) -> Machine:
     """Build (or reuse) the kernel, pick the accelerator, measure the dilation
     and the reclaim ceiling (both cached per host)."""
     progress(f"kernel ({flavour})")
     image = kernel.build(flavour)
     accel = guest.detect_accel(image.bzimage)
     progress(f"time dilation ({accel})")
-    dil = dilation_mod.measure(image.bzimage, image.version, accel, cpus=profile.cpus,
-                               work_dir=work_dir, append=kernel.BOOT_ARGS[flavour])
+    dil = dilation_mod.measure(
+        image.bzimage,
+        image.version,
+        accel,
+        cpus=profile.cpus,
+        work_dir=work_dir,
+        append=kernel.BOOT_ARGS[flavour],
+    )
     progress(f"reclaim ceiling ({accel})")
     ceiling = max_rate.ceiling(image, accel, work_dir)
-    return Machine(image, accel, dil, ceiling,
-                   profile.qemu_limits(ceiling["reclaim_peak_mbps"]))
+    return Machine(image, accel, dil, ceiling, profile.qemu_limits(ceiling["reclaim_peak_mbps"]))
 
 
-def swap_disk(profile: Profile, limits: dict, disk_dir: Path,
-              size_mb: int | None = None) -> guest.Disk:
+def swap_disk(
+    profile: Profile, limits: dict, disk_dir: Path, size_mb: int | None = None
+) -> guest.Disk:
     """The swap disk, throttled like the profile's flash; the profile's swap
     size unless `size_mb` says otherwise."""
-    return guest.Disk(disk_dir / "swap.img", spec.SWAP_SERIAL, size_mb or profile.guest_swap_mb,
-                      profiles.swap_throttle(limits))
+    return guest.Disk(
+        disk_dir / "swap.img",
+        spec.SWAP_SERIAL,
+        size_mb or profile.guest_swap_mb,
+        profiles.swap_throttle(limits),
+    )
 
 
 def setup_error(console: str, where: str) -> UserError:
     """The guest's `pmr-guest: error: ...` line as a UserError."""
-    line = next((ln for ln in console.splitlines() if "pmr-guest: error:" in ln),
-                "pmr-guest: error: (no message)")
+    line = next(
+        (ln for ln in console.splitlines() if "pmr-guest: error:" in ln),
+        "pmr-guest: error: (no message)",
+    )
     return UserError(line.split("pmr-guest: error: ", 1)[1] + f" [{where}]")

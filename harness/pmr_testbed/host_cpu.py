@@ -56,7 +56,7 @@ def _stat_ticks(proc: Path) -> tuple[int, int]:
 
 def _comm_and_fields(stat: str) -> tuple[str, list[str]]:
     """A /proc stat line's comm and the fields after it (state first)."""
-    return stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+    return stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
 
 
 def _has_vcpus(pdir: Path) -> bool:
@@ -78,8 +78,7 @@ def _qemu_pid(proc: Path, session: int) -> int | None:
             continue
         try:
             comm, fields = _comm_and_fields((entry / "stat").read_text())
-            if int(fields[2]) == session and comm.startswith("qemu-system") \
-                    and _has_vcpus(entry):
+            if int(fields[2]) == session and comm.startswith("qemu-system") and _has_vcpus(entry):
                 return int(entry.name)
         except (OSError, ValueError, IndexError):
             continue
@@ -96,7 +95,7 @@ def _thread_ticks(proc: Path, pid: int) -> dict[str, int] | None:
         for task in list(pdir.joinpath("task").iterdir()):
             try:
                 comm, fields = _comm_and_fields((task / "stat").read_text())
-            except OSError:     # the thread exited
+            except OSError:  # the thread exited
                 continue
             ticks = int(fields[11]) + int(fields[12])
             if task.name == str(pid):
@@ -113,16 +112,18 @@ def _thread_ticks(proc: Path, pid: int) -> dict[str, int] | None:
 @dataclass(frozen=True)
 class Snapshot:
     """The host's and a QEMU process's CPU counters at one time."""
+
     t_unix: float
     t_mono: float
     busy_ticks: int
     total_ticks: int
-    qemu_ticks: dict[str, int] | None    # by kind; None without QEMU
+    qemu_ticks: dict[str, int] | None  # by kind; None without QEMU
 
 
 def snapshot(proc: Path, pid: int | None) -> Snapshot:
-    return Snapshot(time.time(), time.monotonic(), *_stat_ticks(proc),
-                    _thread_ticks(proc, pid) if pid else None)
+    return Snapshot(
+        time.time(), time.monotonic(), *_stat_ticks(proc), _thread_ticks(proc, pid) if pid else None
+    )
 
 
 def csv_row(last: Snapshot, now: Snapshot, ncpu: int) -> list[str] | None:
@@ -136,8 +137,14 @@ def csv_row(last: Snapshot, now: Snapshot, ncpu: int) -> list[str] | None:
     if wall <= 0 or min(used.values()) < 0:
         return None
     busy = (now.busy_ticks - last.busy_ticks) / (now.total_ticks - last.total_ticks) * ncpu
-    return [f"{now.t_unix:.2f}", str(ncpu), f"{busy:.3f}", f"{used['vcpus']:.3f}",
-            f"{used['main']:.3f}", f"{used['other']:.3f}"]
+    return [
+        f"{now.t_unix:.2f}",
+        str(ncpu),
+        f"{busy:.3f}",
+        f"{used['vcpus']:.3f}",
+        f"{used['main']:.3f}",
+        f"{used['other']:.3f}",
+    ]
 
 
 class HostCpuSampler:
@@ -145,15 +152,16 @@ class HostCpuSampler:
     stop(); reading /proc costs well under 1% of a CPU at SAMPLE_S. A
     sample that cannot be read is skipped."""
 
-    def __init__(self, session: int, path: Path, proc: Path = Path("/proc"),
-                 interval_s: float = SAMPLE_S):
+    def __init__(
+        self, session: int, path: Path, proc: Path = Path("/proc"), interval_s: float = SAMPLE_S
+    ):
         self.session, self.path, self.proc, self.interval_s = session, path, proc, interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self) -> HostCpuSampler:
         """Create the file (its header at once) and start sampling."""
-        self._fh = open(self.path, "w", newline="")
+        self._fh = open(self.path, "w", newline="")  # noqa: SIM115 (closed by stop())
         csv.writer(self._fh).writerow(COLUMNS)
         self._fh.flush()
         self._thread.start()
@@ -177,10 +185,10 @@ class HostCpuSampler:
                 try:
                     pid = pid or _qemu_pid(self.proc, self.session)
                     now = snapshot(self.proc, pid)
-                except (OSError, ValueError, IndexError):   # skip this one
+                except (OSError, ValueError, IndexError):  # skip this one
                     continue
                 if now.qemu_ticks is None:
-                    pid = None      # not started yet, or gone: look again
+                    pid = None  # not started yet, or gone: look again
                 if last and (row := csv_row(last, now, ncpu)):
                     out.writerow(row)
                     fh.flush()
@@ -208,8 +216,9 @@ def _mean(rows: list[dict[str, float]], key: str) -> float | None:
     return sum(r[key] for r in rows) / len(rows) if rows else None
 
 
-def host_cpu_figures(rows: list[dict[str, float]] | None, started_at: float,
-                     workload_s: float, switches: list[dict]) -> dict | None:
+def host_cpu_figures(
+    rows: list[dict[str, float]] | None, started_at: float, workload_s: float, switches: list[dict]
+) -> dict | None:
     """A run's `host_cpu` figures (module docstring); None without samples."""
     if not rows:
         return None
@@ -220,13 +229,20 @@ def host_cpu_figures(rows: list[dict[str, float]] | None, started_at: float,
     during = [r for r in rows if overlaps(r, started_at, started_at + workload_s)]
     if not during:
         return None
-    cold = [(started_at + (s["t_ms"] - s["response_ms"]) / 1000, started_at + s["t_ms"] / 1000)
-            for s in switches if s["kind"] == "cold"]
+    cold = [
+        (started_at + (s["t_ms"] - s["response_ms"]) / 1000, started_at + s["t_ms"] / 1000)
+        for s in switches
+        if s["kind"] == "cold"
+    ]
     in_cold = [r for r in during if any(overlaps(r, a, b) for a, b in cold)]
     ncpu = during[0]["host_cpus"]
-    return {"host_cpus": int(ncpu), "busy": _mean(during, "busy"),
-            "vcpus": _mean(during, "vcpus"), "main": _mean(during, "main"),
-            "saturated_share": sum(r["busy"] >= ncpu - SATURATED_MARGIN
-                                   for r in during) / len(during),
-            "cold_busy": _mean(in_cold, "busy"), "cold_vcpus": _mean(in_cold, "vcpus"),
-            "cold_main": _mean(in_cold, "main")}
+    return {
+        "host_cpus": int(ncpu),
+        "busy": _mean(during, "busy"),
+        "vcpus": _mean(during, "vcpus"),
+        "main": _mean(during, "main"),
+        "saturated_share": sum(r["busy"] >= ncpu - SATURATED_MARGIN for r in during) / len(during),
+        "cold_busy": _mean(in_cold, "busy"),
+        "cold_vcpus": _mean(in_cold, "vcpus"),
+        "cold_main": _mean(in_cold, "main"),
+    }

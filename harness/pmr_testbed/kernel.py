@@ -21,7 +21,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,8 +70,9 @@ class KernelImage:
         return {"flavour": self.flavour, "version": self.version, "series": self.series}
 
 
-def _run(cmd: list[str], cwd: Path | None = None, env: dict | None = None,
-         log: Path | None = None) -> None:
+def _run(
+    cmd: list[str], cwd: Path | None = None, env: dict | None = None, log: Path | None = None
+) -> None:
     """Run a command; on failure raise with the tail of its output."""
     full_env = dict(os.environ, **(env or {}))
     if log is None:
@@ -80,8 +80,9 @@ def _run(cmd: list[str], cwd: Path | None = None, env: dict | None = None,
         out = res.stdout + res.stderr
     else:
         with open(log, "w") as fh:
-            res = subprocess.run(cmd, cwd=cwd, env=full_env, stdout=fh,
-                                 stderr=subprocess.STDOUT, text=True)
+            res = subprocess.run(
+                cmd, cwd=cwd, env=full_env, stdout=fh, stderr=subprocess.STDOUT, text=True
+            )
         out = log.read_text(errors="replace")
     if res.returncode != 0:
         tail = "\n".join(out.splitlines()[-25:])
@@ -111,8 +112,10 @@ def _digest(files: list[Path]) -> str:
 def _tarball_id() -> str:
     tb = paths.KERNEL_SOURCE_TARBALL
     if not tb.exists():
-        raise UserError(f"{tb} not found: install Debian's linux-source-6.1 "
-                        "(run `make setup` or `apt-get install linux-source-6.1`)")
+        raise UserError(
+            f"{tb} not found: install Debian's linux-source-6.1 "
+            "(run `make setup` or `apt-get install linux-source-6.1`)"
+        )
     st = tb.stat()
     return f"{tb}:{st.st_size}:{int(st.st_mtime)}"
 
@@ -170,8 +173,18 @@ def prepare_pristine(state: dict) -> None:
     ident = ["-c", "user.name=pmr-testbed", "-c", "user.email=pmr-testbed@localhost"]
     _run(["git", "init", "-q", "-b", "pristine-branch", str(SRC_DIR)])
     _run(["git", "-C", str(SRC_DIR), "add", "-A"])
-    _run(["git", "-C", str(SRC_DIR), *ident, "commit", "-q", "-m",
-          f"Debian linux-source-6.1 ({kernel_version_of(SRC_DIR)}), pristine"])
+    _run(
+        [
+            "git",
+            "-C",
+            str(SRC_DIR),
+            *ident,
+            "commit",
+            "-q",
+            "-m",
+            f"Debian linux-source-6.1 ({kernel_version_of(SRC_DIR)}), pristine",
+        ]
+    )
     _run(["git", "-C", str(SRC_DIR), "tag", "-f", "pristine"])
     state.clear()
     state["tarball"] = tid
@@ -186,21 +199,40 @@ def apply_series(state: dict) -> list[str]:
     _git("checkout", "-q", "-f", "-B", "pmr", "pristine")
     if files:
         res = subprocess.run(
-            ["git", "-C", str(SRC_DIR), "-c", "user.name=pmr-testbed",
-             "-c", "user.email=pmr-testbed@localhost", "am", "-q", "--3way",
-             *[str(f) for f in files]], capture_output=True, text=True)
+            [
+                "git",
+                "-C",
+                str(SRC_DIR),
+                "-c",
+                "user.name=pmr-testbed",
+                "-c",
+                "user.email=pmr-testbed@localhost",
+                "am",
+                "-q",
+                "--3way",
+                *[str(f) for f in files],
+            ],
+            capture_output=True,
+            text=True,
+        )
         if res.returncode != 0:
             subprocess.run(["git", "-C", str(SRC_DIR), "am", "--abort"], capture_output=True)
-            raise UserError(f"the series in {paths.PATCHES_DIR} does not apply to "
-                            f"linux-source-6.1: {res.stdout.strip()} {res.stderr.strip()}")
+            raise UserError(
+                f"the series in {paths.PATCHES_DIR} does not apply to "
+                f"linux-source-6.1: {res.stdout.strip()} {res.stderr.strip()}"
+            )
     state["series"] = digest
     return [f.name for f in files]
 
 
 def kernel_version_of(src: Path) -> str:
     mk = (src / "Makefile").read_text()
-    parts = [re.search(rf"^{k} = (.*)$", mk, re.M).group(1).strip()
-             for k in ("VERSION", "PATCHLEVEL", "SUBLEVEL")]
+    parts = []
+    for k in ("VERSION", "PATCHLEVEL", "SUBLEVEL"):
+        m = re.search(rf"^{k} = (.*)$", mk, re.M)
+        if m is None:
+            raise ValueError(f"{src / 'Makefile'} has no {k} line")
+        parts.append(m.group(1).strip())
     return ".".join(parts)
 
 
@@ -233,8 +265,11 @@ def check_config(obj: Path, fragments: list[Path]) -> None:
         elif line.startswith("CONFIG_"):
             k, _, v = line.partition("=")
             have[k] = v
-    missing = [f"{k}={v} (got {have.get(k, 'n')})" for k, v in _requested_options(fragments).items()
-               if have.get(k, "n") != v]
+    missing = [
+        f"{k}={v} (got {have.get(k, 'n')})"
+        for k, v in _requested_options(fragments).items()
+        if have.get(k, "n") != v
+    ]
     if missing:
         raise UserError("kernel config lost requested options: " + ", ".join(missing))
 
@@ -242,8 +277,9 @@ def check_config(obj: Path, fragments: list[Path]) -> None:
 def configure(flavour: str, obj: Path) -> None:
     fragments = _config_fragments(flavour)
     obj.mkdir(parents=True, exist_ok=True)
-    configkernel = shutil.which("virtme-configkernel",
-                                path=str(Path(sys.executable).parent) + ":" + os.environ["PATH"])
+    configkernel = shutil.which(
+        "virtme-configkernel", path=str(Path(sys.executable).parent) + ":" + os.environ["PATH"]
+    )
     if not configkernel:
         raise UserError("virtme-configkernel not found: run `make setup` to install virtme-ng")
     cmd = [configkernel, "--defconfig", "--arch", "x86_64"]
@@ -252,8 +288,17 @@ def configure(flavour: str, obj: Path) -> None:
     _run(cmd + [f"O={obj}"], cwd=SRC_DIR)
     # virtme-configkernel applies its own defaults after ours; merge ours
     # last so that they win, then let Kconfig resolve dependencies.
-    _run(["scripts/kconfig/merge_config.sh", "-m", "-O", str(obj), str(obj / ".config"),
-          *[str(f) for f in fragments]], cwd=SRC_DIR)
+    _run(
+        [
+            "scripts/kconfig/merge_config.sh",
+            "-m",
+            "-O",
+            str(obj),
+            str(obj / ".config"),
+            *[str(f) for f in fragments],
+        ],
+        cwd=SRC_DIR,
+    )
     _run(["make", "-s", f"O={obj}", "olddefconfig"], cwd=SRC_DIR)
     check_config(obj, fragments)
 
@@ -302,11 +347,18 @@ def build(flavour: str = "testbed", jobs: int | None = None) -> KernelImage:
         if flav_state.get("config") != cfg_digest or not (obj / ".config").exists():
             configure(flavour, obj)
         jobs = jobs or os.cpu_count() or 2
-        env = {"CCACHE_DIR": str(paths.BUILD_DIR / "ccache"), "KBUILD_BUILD_USER": "pmr",
-               "KBUILD_BUILD_HOST": "testbed"}
+        env = {
+            "CCACHE_DIR": str(paths.BUILD_DIR / "ccache"),
+            "KBUILD_BUILD_USER": "pmr",
+            "KBUILD_BUILD_HOST": "testbed",
+        }
         print(f"building {flavour} kernel in {obj} (log: {obj}/build.log) ...", file=sys.stderr)
-        _run(["make", f"O={obj}", f"-j{jobs}", "CC=ccache gcc", "bzImage"],
-             cwd=SRC_DIR, env=env, log=obj / "build.log")
+        _run(
+            ["make", f"O={obj}", f"-j{jobs}", "CC=ccache gcc", "bzImage"],
+            cwd=SRC_DIR,
+            env=env,
+            log=obj / "build.log",
+        )
         version = (obj / "include" / "config" / "kernel.release").read_text().strip()
         state["flavours"][flavour] = {"key": key, "config": cfg_digest, "version": version}
         _save_state(state)

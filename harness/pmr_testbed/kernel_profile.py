@@ -30,8 +30,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .errors import UserError
 from .spec import RECLAIM_THREADS
@@ -46,14 +46,17 @@ PERCENT_LIMIT = 0.5
 # the victims' path would show 0% and its samples would count as the rest.
 VICTIM_PATH = "take_victims"
 # The steps of reclaim whose share the split by path gives
-STEPS = {"reference check": "folio_referenced", "unmap": "try_to_unmap",
-         "page-out": "pageout"}
+STEPS = {"reference check": "folio_referenced", "unmap": "try_to_unmap", "page-out": "pageout"}
 # The releases of interrupts-off locks, where the time under them shows
 IRQ_UNLOCKS = ("_raw_spin_unlock_irq", "_raw_spin_unlock_irqrestore")
 # Wrappers between a critical section and the unlock, skipped to name it
 # (inline in 6.1, so on a stack only if the compiler kept them out of line)
-LOCK_HELPERS = ("spin_unlock_irq", "spin_unlock_irqrestore", "unlock_page_lruvec_irq",
-                "unlock_page_lruvec_irqrestore")
+LOCK_HELPERS = (
+    "spin_unlock_irq",
+    "spin_unlock_irqrestore",
+    "unlock_page_lruvec_irq",
+    "unlock_page_lruvec_irqrestore",
+)
 
 
 def check(hz: int) -> None:
@@ -69,15 +72,29 @@ def wrap(cmd: str, run_dir: Path, hz: int) -> str:
     if not hz:
         return cmd
     perf = shutil.which("perf") or "perf"
-    return (f"{perf} record -q -a -g -e cpu-clock -F {hz} --no-buildid --no-buildid-cache "
-            f"-o {run_dir / PERF_DATA} -- {cmd}")
+    return (
+        f"{perf} record -q -a -g -e cpu-clock -F {hz} --no-buildid --no-buildid-cache "
+        f"-o {run_dir / PERF_DATA} -- {cmd}"
+    )
 
 
 def _stacks(perf_data: Path, vmlinux: Path) -> Iterator[tuple[str, list[str]]]:
     """(thread name, functions from the sampled one to the outermost) per sample."""
-    out = subprocess.run(["perf", "script", "-i", str(perf_data), "--vmlinux", str(vmlinux),
-                          "-F", "comm,tid,ip,sym"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            "perf",
+            "script",
+            "-i",
+            str(perf_data),
+            "--vmlinux",
+            str(vmlinux),
+            "-F",
+            "comm,tid,ip,sym",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     for block in out.split("\n\n"):
         lines = block.strip("\n").splitlines()
         if not lines or not lines[0].strip():
@@ -97,10 +114,16 @@ def profile(perf_data: Path, vmlinux: Path) -> dict:
     for comm, stack in _stacks(perf_data, vmlinux):
         if not comm.startswith(tuple(RECLAIM_THREADS)):
             continue
-        t = threads.setdefault(comm, {"samples": 0, "self": Counter(), "total": Counter(),
-                                      "irq_off": Counter(),
-                                      "paths": {p: {"samples": 0, "steps": Counter()}
-                                                for p in ("victims", "rest")}})
+        t = threads.setdefault(
+            comm,
+            {
+                "samples": 0,
+                "self": Counter(),
+                "total": Counter(),
+                "irq_off": Counter(),
+                "paths": {p: {"samples": 0, "steps": Counter()} for p in ("victims", "rest")},
+            },
+        )
         t["samples"] += 1
         if stack:
             t["self"][stack[0]] += 1
@@ -125,15 +148,21 @@ def _releaser(stack: list[str]) -> str:
 def _paths(paths: dict[str, dict], samples: int) -> list[str]:
     def pct(n: int) -> str:
         return f"{100 * n / samples:5.1f}%"
+
     names = {"victims": f"taking victims ({VICTIM_PATH})", "rest": "the rest"}
-    return [f"  {pct(c['samples'])}  {names[path]}: "
-            + ", ".join(f"{step} {pct(c['steps'][step]).strip()}" for step in STEPS)
-            for path, c in paths.items()]
+    return [
+        f"  {pct(c['samples'])}  {names[path]}: "
+        + ", ".join(f"{step} {pct(c['steps'][step]).strip()}" for step in STEPS)
+        for path, c in paths.items()
+    ]
 
 
 def _table(counts: Counter, samples: int) -> list[str]:
-    return [f"  {100 * n / samples:5.1f}%  {fn}" for fn, n in counts.most_common()
-            if 100 * n / samples >= PERCENT_LIMIT]
+    return [
+        f"  {100 * n / samples:5.1f}%  {fn}"
+        for fn, n in counts.most_common()
+        if 100 * n / samples >= PERCENT_LIMIT
+    ]
 
 
 def report(run_dir: Path, vmlinux: Path) -> Path | None:
@@ -146,19 +175,24 @@ def report(run_dir: Path, vmlinux: Path) -> Path | None:
         threads = profile(perf_data, vmlinux)
     except subprocess.CalledProcessError as exc:
         # The run's results stand without it: say why there is no profile.
-        out.write_text(f"perf script failed (status {exc.returncode}): "
-                       f"{(exc.stderr or '').strip()[-500:]}\n")
+        out.write_text(
+            f"perf script failed (status {exc.returncode}): {(exc.stderr or '').strip()[-500:]}\n"
+        )
         return out
     parts = []
     for comm, t in sorted(threads.items()):
-        parts += [f"{comm}: {t['samples']} samples",
-                  "self (the function running):", *_table(t["self"], t["samples"]),
-                  "total (the function or its callees running):",
-                  *_table(t["total"], t["samples"]),
-                  "by path (share of all the thread's samples):",
-                  *_paths(t["paths"], t["samples"]),
-                  "interrupts off, by the function releasing the lock "
-                  "(share of all the thread's samples):",
-                  *_table(t["irq_off"], t["samples"]), ""]
+        parts += [
+            f"{comm}: {t['samples']} samples",
+            "self (the function running):",
+            *_table(t["self"], t["samples"]),
+            "total (the function or its callees running):",
+            *_table(t["total"], t["samples"]),
+            "by path (share of all the thread's samples):",
+            *_paths(t["paths"], t["samples"]),
+            "interrupts off, by the function releasing the lock "
+            "(share of all the thread's samples):",
+            *_table(t["irq_off"], t["samples"]),
+            "",
+        ]
     out.write_text("\n".join(parts) + "\n" if parts else "no samples from the reclaim threads\n")
     return out

@@ -43,9 +43,9 @@ class KswapdRound:
     """One kswapd_shrink_node() call. `writeback_ns` is None when the run
     could not trace writeback (see the module docstring)."""
 
-    t_end_s: float          # seconds since the workload started
-    task: str               # comm, for display
-    pid: int                # what writeback events are matched by
+    t_end_s: float  # seconds since the workload started
+    task: str  # comm, for display
+    pid: int  # what writeback events are matched by
     nid: int
     nr_to_reclaim: int
     nr_scanned: int
@@ -91,11 +91,19 @@ def kswapd_rounds(trace: Trace | None) -> list[KswapdRound]:
                     used[e.pid].add(i)
                     writeback += ns[i]
             writeback = min(writeback, duration)
-        rounds.append(KswapdRound(
-            t_end_s=e.t_s, task=e.task, pid=e.pid, nid=int(e.fields["nid"]),
-            nr_to_reclaim=int(e.fields["nr_to_reclaim"]), nr_scanned=int(e.fields["nr_scanned"]),
-            nr_reclaimed=int(e.fields["nr_reclaimed"]), duration_ns=duration,
-            writeback_ns=writeback))
+        rounds.append(
+            KswapdRound(
+                t_end_s=e.t_s,
+                task=e.task,
+                pid=e.pid,
+                nid=int(e.fields["nid"]),
+                nr_to_reclaim=int(e.fields["nr_to_reclaim"]),
+                nr_scanned=int(e.fields["nr_scanned"]),
+                nr_reclaimed=int(e.fields["nr_reclaimed"]),
+                duration_ns=duration,
+                writeback_ns=writeback,
+            )
+        )
     return rounds
 
 
@@ -133,15 +141,19 @@ def round_figures(rounds: list[KswapdRound]) -> dict | None:
         return None
     n = len(rounds)
     total_ns = sum(r.duration_ns for r in rounds)
-    split = all(r.writeback_ns is not None for r in rounds)
-    writeback_ns = sum(r.writeback_ns for r in rounds) if split else None
+    written = [r.writeback_ns for r in rounds if r.writeback_ns is not None]
+    writeback_ns = sum(written) if len(written) == n else None
     figures = {
         "rounds": n,
         "duration_ms": total_ns / n / 1e6,
-        "shrink_ms": (total_ns - writeback_ns) / n / 1e6 if split else None,
-        "writeback_ms": writeback_ns / n / 1e6 if split else None,
-        "shrink_share": (total_ns - writeback_ns) / total_ns if split and total_ns else None,
-        "writeback_share": writeback_ns / total_ns if split and total_ns else None,
+        "shrink_ms": (total_ns - writeback_ns) / n / 1e6 if writeback_ns is not None else None,
+        "writeback_ms": writeback_ns / n / 1e6 if writeback_ns is not None else None,
+        "shrink_share": (total_ns - writeback_ns) / total_ns
+        if writeback_ns is not None and total_ns
+        else None,
+        "writeback_share": writeback_ns / total_ns
+        if writeback_ns is not None and total_ns
+        else None,
         "nr_to_reclaim": _median([r.nr_to_reclaim for r in rounds]),
         "nr_reclaimed": _median([r.nr_reclaimed for r in rounds]),
         "nr_scanned": _median([r.nr_scanned for r in rounds]),

@@ -36,13 +36,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:   # metrics imports settled_state, which imports this module
+if TYPE_CHECKING:  # metrics imports settled_state, which imports this module
     from .metrics import Table
 
 UNDER_LOW = ("min", "low")
-FIGURES = ("events", "evaluated", "events_after", "wakeups_after", "evaluated_after", "swap_low",
-           "under_low_wmark", "swap_low_under_low_wmark", "thrashing_max",
-           "kill_reasons_without_victim")
+FIGURES = (
+    "events",
+    "evaluated",
+    "events_after",
+    "wakeups_after",
+    "evaluated_after",
+    "swap_low",
+    "under_low_wmark",
+    "swap_low_under_low_wmark",
+    "thrashing_max",
+    "kill_reasons_without_victim",
+)
 
 
 def lmkd_wakeups(lmkd: Table | None) -> dict:
@@ -58,19 +67,20 @@ def lmkd_wakeups(lmkd: Table | None) -> dict:
         return r[col["killed_kb"]] not in ("", "0")
 
     last = max((i for i, r in enumerate(rows) if killed(r)), default=-1)
-    after = rows[last + 1:]
+    after = rows[last + 1 :]
     evaluated = [r for r in after if r[col["reclaim"]] != "idle"]
     swap_low = [r[col["swap_is_low"]] == "1" for r in evaluated]
     under_low = [r[col["wmark"]] in UNDER_LOW for r in evaluated]
     thrashing = [int(r[col["thrashing"]]) for r in evaluated if r[col["thrashing"]]]
-    return {"events": sum(r[col["event"]] == "1" for r in rows),
-            "evaluated": sum(r[col["reclaim"]] != "idle" for r in rows),
-            "events_after": sum(r[col["event"]] == "1" for r in after),
-            "wakeups_after": len(after),
-            "evaluated_after": len(evaluated),
-            "swap_low": sum(swap_low),
-            "under_low_wmark": sum(under_low),
-            "swap_low_under_low_wmark": sum(a and b for a, b in zip(swap_low, under_low)),
-            "thrashing_max": max(thrashing, default=None),
-            "kill_reasons_without_victim": sum(
-                1 for r in after if r[col["reason"]] and not killed(r))}
+    return {
+        "events": sum(r[col["event"]] == "1" for r in rows),
+        "evaluated": sum(r[col["reclaim"]] != "idle" for r in rows),
+        "events_after": sum(r[col["event"]] == "1" for r in after),
+        "wakeups_after": len(after),
+        "evaluated_after": len(evaluated),
+        "swap_low": sum(swap_low),
+        "under_low_wmark": sum(under_low),
+        "swap_low_under_low_wmark": sum(a and b for a, b in zip(swap_low, under_low)),
+        "thrashing_max": max(thrashing, default=None),
+        "kill_reasons_without_victim": sum(1 for r in after if r[col["reason"]] and not killed(r)),
+    }

@@ -24,13 +24,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:   # metrics imports this module
+if TYPE_CHECKING:  # metrics imports this module
     from .metrics import Table
 
 PAGE_MB = 4096 / 2**20
 COUNTERS = ("workingset_refault_file", "workingset_activate_file", "pgdeactivate")
-SIZES = {"active_file_mb": "nr_active_file", "inactive_file_mb": "nr_inactive_file",
-         "victim_file_mb": "nr_victim_file"}
+SIZES = {
+    "active_file_mb": "nr_active_file",
+    "inactive_file_mb": "nr_inactive_file",
+    "victim_file_mb": "nr_victim_file",
+}
 
 
 def lru_balance(vmstat: Table) -> dict | None:
@@ -41,11 +44,15 @@ def lru_balance(vmstat: Table) -> dict | None:
     col = {k: header.index(k) for k in header}
     delta = {c: int(rows[-1][col[c]]) - int(rows[0][col[c]]) for c in COUNTERS}
     refaults = delta["workingset_refault_file"]
-    figures = {"file_refaults": refaults,
-               "file_activated_share": (delta["workingset_activate_file"] / refaults
-                                        if refaults > 0 else None),
-               "pgdeactivate": delta["pgdeactivate"]}
+    figures = {
+        "file_refaults": refaults,
+        "file_activated_share": (
+            delta["workingset_activate_file"] / refaults if refaults > 0 else None
+        ),
+        "pgdeactivate": delta["pgdeactivate"],
+    }
     for name, item in SIZES.items():
-        figures[name] = (float(np.mean([float(r[col[item]]) for r in rows])) * PAGE_MB
-                         if item in col else None)
+        figures[name] = (
+            float(np.mean([float(r[col[item]]) for r in rows])) * PAGE_MB if item in col else None
+        )
     return figures

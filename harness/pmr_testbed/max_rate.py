@@ -91,9 +91,13 @@ class MaxRate:
 
 def allocator(profile: Profile) -> dict:
     """The allocator's job, as campaign.json records it."""
-    return {"tool": "pmr-guest alloc", "workers": WORKERS,
-            "bytes_mb": int(profile.guest_ram_mb * ALLOC_FACTOR), "seconds": STRESS_S,
-            "swap_mb": int(profile.guest_ram_mb * SWAP_FACTOR)}
+    return {
+        "tool": "pmr-guest alloc",
+        "workers": WORKERS,
+        "bytes_mb": int(profile.guest_ram_mb * ALLOC_FACTOR),
+        "seconds": STRESS_S,
+        "swap_mb": int(profile.guest_ram_mb * SWAP_FACTOR),
+    }
 
 
 def guest_command(profile: Profile, out: Path) -> str:
@@ -109,11 +113,11 @@ def guest_command(profile: Profile, out: Path) -> str:
         "set -e; dev=; for d in /sys/block/vd*; do "
         f'[ "$(cat "$d/serial" 2>/dev/null)" = {spec.SWAP_SERIAL} ] && dev=${{d##*/}}; done; '
         f'[ -n "$dev" ] || {{ echo "pmr-max-rate: no disk {spec.SWAP_SERIAL}" >&2; exit 1; }}; '
-        'mkswap -q /dev/$dev >/dev/null; swapon /dev/$dev; '
+        "mkswap -q /dev/$dev >/dev/null; swapon /dev/$dev; "
         f"{writes}; "
         "kp=$(pgrep -x kswapd0); "
         "sample() { while :; do read -r up _ < /proc/uptime; read -r st < /sys/block/$dev/stat; "
-        "read -r -a ks < /proc/$kp/stat; echo \"$up ${st} ${ks[13]} ${ks[14]}\"; "
+        'read -r -a ks < /proc/$kp/stat; echo "$up ${st} ${ks[13]} ${ks[14]}"; '
         f"sleep {SAMPLE_S}; done > {samples}; }}; "
         "sample & sampler=$!; "
         f"{paths.RUNTIME_BIN} alloc --mb {job['bytes_mb']} --threads {WORKERS} "
@@ -129,10 +133,10 @@ def parse_samples(text: str) -> MaxRate:
     for line in text.splitlines():
         fields = line.split()
         if len(fields) < 10:
-            continue   # cut off when the sampler was killed
+            continue  # cut off when the sampler was killed
         try:
             t.append(float(fields[0]))
-            sectors.append(int(fields[7]))   # write sectors: the 7th stat field
+            sectors.append(int(fields[7]))  # write sectors: the 7th stat field
             ticks.append(int(fields[-2]) + int(fields[-1]))
         except ValueError:
             continue
@@ -143,40 +147,59 @@ def parse_samples(text: str) -> MaxRate:
     # CPU ticks scaled so that "MB/s" reads as CPUs
     _, cpus = per_window_mbps(t_ms, np.array(ticks, dtype=float) / USER_HZ * MB)
     peak, busiest = max(write_mbps, default=0.0), max(cpus, default=0.0)
-    return MaxRate(reclaim_peak_mbps=round(peak, 2), kswapd_busiest_cpu=round(busiest, 3),
-                   swapout_mb=round((sectors[-1] - sectors[0]) * SECTOR_BYTES / MB, 1))
+    return MaxRate(
+        reclaim_peak_mbps=round(peak, 2),
+        kswapd_busiest_cpu=round(busiest, 3),
+        swapout_mb=round((sectors[-1] - sectors[0]) * SECTOR_BYTES / MB, 1),
+    )
 
 
-def _boot(out: Path, profile: Profile, image: kernel.KernelImage, accel: str,
-          throttle: dict, disks: Path) -> MaxRate:
+def _boot(
+    out: Path, profile: Profile, image: kernel.KernelImage, accel: str, throttle: dict, disks: Path
+) -> MaxRate:
     out.mkdir(parents=True, exist_ok=True)
-    swap = guest.Disk(disks / "swap.img", spec.SWAP_SERIAL, allocator(profile)["swap_mb"],
-                      throttle)
+    swap = guest.Disk(disks / "swap.img", spec.SWAP_SERIAL, allocator(profile)["swap_mb"], throttle)
     try:
         guest.create_disk(swap)
         # a file, not the command line: the kernel's holds 2048 bytes
         script = out / SCRIPT_FILE
         script.write_text(guest_command(profile, out) + "\n")
-        res = guest.boot(image.bzimage, exec_cmd=f"bash {shlex.quote(str(script))}",
-                         console_path=out / "console.log",
-                         deadline_s=DEADLINE_S * kernel.SLOWDOWN[image.flavour],
-                         ram_mb=profile.guest_ram_mb, cpus=profile.cpus, accel=accel,
-                         rwdirs=[out], disks=[swap], append=kernel.BOOT_ARGS[image.flavour])
+        res = guest.boot(
+            image.bzimage,
+            exec_cmd=f"bash {shlex.quote(str(script))}",
+            console_path=out / "console.log",
+            deadline_s=DEADLINE_S * kernel.SLOWDOWN[image.flavour],
+            ram_mb=profile.guest_ram_mb,
+            cpus=profile.cpus,
+            accel=accel,
+            rwdirs=[out],
+            disks=[swap],
+            append=kernel.BOOT_ARGS[image.flavour],
+        )
         if res.returncode != 0:
-            raise GuestError(f"the max-rate allocator exited with status {res.returncode} "
-                             f"(console: {out / 'console.log'})", guest.tail(res.console))
+            raise GuestError(
+                f"the max-rate allocator exited with status {res.returncode} "
+                f"(console: {out / 'console.log'})",
+                guest.tail(res.console),
+            )
         return parse_samples((out / SAMPLES_FILE).read_text())
     finally:
         shutil.rmtree(disks, ignore_errors=True)
 
 
-def measure(out: Path, profile: Profile, image: kernel.KernelImage, accel: str,
-            limits: dict, disks: Path) -> dict:
+def measure(
+    out: Path, profile: Profile, image: kernel.KernelImage, accel: str, limits: dict, disks: Path
+) -> dict:
     """One boot with the campaign's throttled swap disk; campaign.json's
     `max_rate`. A guest failure is kept as the error."""
     throttle = profiles.swap_throttle(limits)
-    result: dict = {"reclaim_peak_mbps": None, "kswapd_busiest_cpu": None, "swapout_mb": None,
-                    "allocator": allocator(profile), "error": None}
+    result: dict = {
+        "reclaim_peak_mbps": None,
+        "kswapd_busiest_cpu": None,
+        "swapout_mb": None,
+        "allocator": allocator(profile),
+        "error": None,
+    }
     try:
         result.update(asdict(_boot(out / "max_rate", profile, image, accel, throttle, disks)))
     except (GuestError, OSError, ValueError) as exc:
@@ -186,8 +209,10 @@ def measure(out: Path, profile: Profile, image: kernel.KernelImage, accel: str,
 
 def _key(image: kernel.KernelImage, accel: str) -> str:
     boot_args = " ".join(guest.accel_boot_args(accel) + kernel.BOOT_ARGS[image.flavour])
-    return (f"{image.version}|{image.flavour}|{accel}|{boot_args}|{guest._cpu_model()}|"
-            f"{CEILING_PROFILE}")
+    return (
+        f"{image.version}|{image.flavour}|{accel}|{boot_args}|{guest._cpu_model()}|"
+        f"{CEILING_PROFILE}"
+    )
 
 
 def ceiling(image: kernel.KernelImage, accel: str, work_dir: Path) -> dict:
@@ -203,16 +228,31 @@ def ceiling(image: kernel.KernelImage, accel: str, work_dir: Path) -> dict:
         cache = {}
     if key in cache:
         return cache[key]
-    boots = [_boot(work_dir / f"reclaim-ceiling-{i}", profile, image, accel, {},
-                   work_dir / f"reclaim-ceiling-disk-{i}") for i in range(1, CEILING_BOOTS + 1)]
+    boots = [
+        _boot(
+            work_dir / f"reclaim-ceiling-{i}",
+            profile,
+            image,
+            accel,
+            {},
+            work_dir / f"reclaim-ceiling-disk-{i}",
+        )
+        for i in range(1, CEILING_BOOTS + 1)
+    ]
     peak = statistics.median(b.reclaim_peak_mbps for b in boots)
     if peak < MIN_CEILING_MBPS:
         # an unthrottled disk from a ceiling of 0 would be a silent error
-        raise GuestError(f"the max-rate allocator swapped out at most {peak} MB/s in "
-                         f"{work_dir}/reclaim-ceiling-*: no reclaim ceiling to calibrate "
-                         "the flash with", "")
-    entry = {"reclaim_peak_mbps": peak,
-             "boots": [asdict(b) for b in boots], "allocator": allocator(profile)}
+        raise GuestError(
+            f"the max-rate allocator swapped out at most {peak} MB/s in "
+            f"{work_dir}/reclaim-ceiling-*: no reclaim ceiling to calibrate "
+            "the flash with",
+            "",
+        )
+    entry = {
+        "reclaim_peak_mbps": peak,
+        "boots": [asdict(b) for b in boots],
+        "allocator": allocator(profile),
+    }
     cache[key] = entry
     CACHE.parent.mkdir(parents=True, exist_ok=True)
     CACHE.write_text(json.dumps({"entries": cache}, indent=2) + "\n")

@@ -125,19 +125,40 @@ MB = 2**20
 WINDOW_MS = 1000
 # a CSV file read by read_table: its header and its rows
 Table = tuple[list[str], list[list[str]]]
-VMSTAT_DELTAS = ("pgmajfault", "pswpout", "pswpin", "pgscan_kswapd", "pgscan_direct",
-                 "pgsteal_kswapd", "pgsteal_direct", "pgsteal_anon")
+VMSTAT_DELTAS = (
+    "pgmajfault",
+    "pswpout",
+    "pswpin",
+    "pgscan_kswapd",
+    "pgscan_direct",
+    "pgsteal_kswapd",
+    "pgsteal_direct",
+    "pgsteal_anon",
+)
 # counters vmstat_deltas() gives only where vmstat.csv has them
 OPTIONAL_VMSTAT_DELTAS = ("oom_kill",)
-OPTIONAL_FILES = ("threads_cpu.json", "swap_write_hist.json", "meminfo.csv",
-                  "threads_cpu.csv", "lmkd.csv")
+OPTIONAL_FILES = (
+    "threads_cpu.json",
+    "swap_write_hist.json",
+    "meminfo.csv",
+    "threads_cpu.csv",
+    "lmkd.csv",
+)
 # the victim lists' sizes in /proc/vmstat: one per type since patch 26 of the
 # series, one for both before
 VICTIM_KEYS = ("nr_victim_anon", "nr_victim_file")
 ONE_LIST_VICTIM_KEY = "nr_victim"
 # pmr_victim_swapin and pmr_victim_freed since patch 27 of the series
-PMR_EVENTS = ("kshrinkd_wake", "pgscan_kshrinkd", "pmr_victim_added", "pmr_victim_reclaimed",
-              "pmr_victim_putback", "pmr_victim_swapin", "pmr_victim_freed", *BULK_COUNTERS)
+PMR_EVENTS = (
+    "kshrinkd_wake",
+    "pgscan_kshrinkd",
+    "pmr_victim_added",
+    "pmr_victim_reclaimed",
+    "pmr_victim_putback",
+    "pmr_victim_swapin",
+    "pmr_victim_freed",
+    *BULK_COUNTERS,
+)
 
 
 class RunError(UserError):
@@ -188,7 +209,7 @@ class RunMetrics:
     host_cpu: dict | None = None
     capacity: dict | None = None
     trace_overrun: int | None = None
-    trace_missing: list[str] = field(default_factory=list)   # events the kernel lacks
+    trace_missing: list[str] = field(default_factory=list)  # events the kernel lacks
     missing: list[str] = field(default_factory=list)
 
     @property
@@ -207,8 +228,7 @@ def load_run(run_dir: Path) -> RunMetrics:
     run = read_run_json(run_dir)
     events = read_events(run_dir / "events.jsonl")
     switch_events = [e for e in events if e["type"] == "switch"]
-    switches = [{k: e[k] for k in ("app", "kind", "response_ms", "round")}
-                for e in switch_events]
+    switches = [{k: e[k] for k in ("app", "kind", "response_ms", "round")} for e in switch_events]
     kills = [e for e in events if e["type"] == "kill"]
     kinds = Counter(s["kind"] for s in switches)
     vmstat = read_table(run_dir / "vmstat.csv")
@@ -223,13 +243,19 @@ def load_run(run_dir: Path) -> RunMetrics:
         raise RunError(f"{run_dir / 'trace.txt'}: {e}") from None
     meminfo = _read_optional_table(run_dir / "meminfo.csv")
     threads_cpu = _read_optional_table(run_dir / "threads_cpu.csv")
-    lmkd = _read_optional_table(run_dir / "lmkd.csv", min_rows=0)   # a row per wakeup
+    lmkd = _read_optional_table(run_dir / "lmkd.csv", min_rows=0)  # a row per wakeup
     victim_t_s, victim_mb = victim_series(vmstat)
     rounds = kswapd_rounds(trace)
-    host = (host_cpu_figures(read_host_cpu(run_dir / HOST_CPU_FILE),
-                             workload_start_unix(run_dir, run, events),
-                             float(run["workload_s"]), switch_events)
-            if "started_at" in run and events else None)
+    host = (
+        host_cpu_figures(
+            read_host_cpu(run_dir / HOST_CPU_FILE),
+            workload_start_unix(run_dir, run, events),
+            float(run["workload_s"]),
+            switch_events,
+        )
+        if "started_at" in run and events
+        else None
+    )
     return RunMetrics(
         switches=switches,
         response_ms=response_stats([s["response_ms"] for s in switches]),
@@ -255,8 +281,9 @@ def load_run(run_dir: Path) -> RunMetrics:
         pgscan_direct=vm["pgscan_direct"],
         pgsteal_kswapd=vm["pgsteal_kswapd"],
         pgsteal_direct=vm["pgsteal_direct"],
-        swap_writes_per_anon_freed=(vm["pswpout"] / vm["pgsteal_anon"]
-                                    if vm["pgsteal_anon"] else None),
+        swap_writes_per_anon_freed=(
+            vm["pswpout"] / vm["pgsteal_anon"] if vm["pgsteal_anon"] else None
+        ),
         reclaim_cpu_s=None if threads is None else thread_families(threads),
         swap_write_kb=None if hist is None else swap_write_sizes(hist["bytes"]),
         workload_s=float(run["workload_s"]),
@@ -338,8 +365,11 @@ def response_stats(values: list[float]) -> dict[str, float | None]:
     if not values:
         return {"mean": None, "p50": None, "p95": None}
     arr = np.asarray(values, dtype=float)
-    return {"mean": float(arr.mean()), "p50": float(np.percentile(arr, 50)),
-            "p95": float(np.percentile(arr, 95))}
+    return {
+        "mean": float(arr.mean()),
+        "p50": float(np.percentile(arr, 50)),
+        "p95": float(np.percentile(arr, 95)),
+    }
 
 
 def response_by_app(switches: list[dict]) -> dict[str, float]:
@@ -361,21 +391,25 @@ def switch_kinds(switch_events: list[dict], vmstat: tuple[list[str], list[list[s
     for kind in ("cold", "hot"):
         of_kind = [e for e in switch_events if e["kind"] == kind]
         times = [e["response_ms"] for e in of_kind]
-        kinds[kind] = {"switches": len(times),
-                       "mean_ms": float(np.mean(times)) if times else None,
-                       "share": sum(times) / total if total else None,
-                       "cost": mean_launch_cost([e for e in of_kind if "cost" in e])}
+        kinds[kind] = {
+            "switches": len(times),
+            "mean_ms": float(np.mean(times)) if times else None,
+            "share": sum(times) / total if total else None,
+            "cost": mean_launch_cost([e for e in of_kind if "cost" in e]),
+        }
     hot = [e for e in switch_events if e["kind"] == "hot"]
     ends = np.array([float(e["t_ms"]) for e in hot])
     starts = ends - np.array([float(e["response_ms"]) for e in hot])
-    for counter, name in (("pswpin", "swapin_pages"), ("workingset_refault_file",
-                                                       "file_refault_pages")):
+    for counter, name in (
+        ("pswpin", "swapin_pages"),
+        ("workingset_refault_file", "file_refault_pages"),
+    ):
         if counter not in header:
             kinds["hot"][name] = None
             continue
         values = np.array([float(r[header.index(counter)]) for r in rows])
         during = np.interp(ends, t_ms, values) - np.interp(starts, t_ms, values)
-        kinds["hot"][name] = int(round(float(during.sum())))
+        kinds["hot"][name] = round(float(during.sum()))
     return kinds
 
 
@@ -394,11 +428,13 @@ def mean_launch_cost(switches: list[dict]) -> dict[str, float]:
     mean = {name: float(np.mean([c[name] for c in costs if name in c])) for name in names}
     split = ("wall_ms", "user_ms", "sys_ms", "runq_ms")
     if with_split := [c for c in costs if all(k in c for k in split)]:
-        mean["blocked_ms"] = float(np.mean([
-            c["wall_ms"] - c["user_ms"] - c["sys_ms"] - c["runq_ms"] for c in with_split]))
+        mean["blocked_ms"] = float(
+            np.mean([c["wall_ms"] - c["user_ms"] - c["sys_ms"] - c["runq_ms"] for c in with_split])
+        )
     if measured := [e for e in switches if "wall_ms" in e["cost"]]:
-        mean["outside_ms"] = float(np.mean([e["response_ms"] - e["cost"]["wall_ms"]
-                                            for e in measured]))
+        mean["outside_ms"] = float(
+            np.mean([e["response_ms"] - e["cost"]["wall_ms"] for e in measured])
+        )
     return mean
 
 
@@ -414,8 +450,9 @@ def read_table(path: Path, min_rows: int = 2) -> Table:
     with open(_require(path), newline="") as fh:
         rows = list(csv.reader(fh))
     if not rows or len(rows) - 1 < min_rows:
-        raise RunError(f"{path} has {max(len(rows) - 1, 0)} samples; "
-                       f"at least {min_rows} are needed")
+        raise RunError(
+            f"{path} has {max(len(rows) - 1, 0)} samples; at least {min_rows} are needed"
+        )
     return rows[0], rows[1:]
 
 
@@ -464,8 +501,7 @@ def victim_targets(trace: Trace) -> tuple[list[float], list[float]]:
     """The target kshrinkd worked to at each of its rounds: (s, MB). It moves
     with the watermarks (kswapd's goal includes a watermark boost)."""
     rounds = trace.named("mm_vmscan_kshrinkd_round")
-    return ([e.t_s for e in rounds],
-            [int(e.fields["target"]) * PAGE_BYTES / MB for e in rounds])
+    return ([e.t_s for e in rounds], [int(e.fields["target"]) * PAGE_BYTES / MB for e in rounds])
 
 
 def pmr_figures(vmstat: Table, trace: Trace | None) -> dict | None:
@@ -483,11 +519,18 @@ def pmr_figures(vmstat: Table, trace: Trace | None) -> dict | None:
     events = {k: int(rows[-1][col[k]]) - int(rows[0][col[k]]) for k in PMR_EVENTS if k in col}
     victim_mb = np.asarray(pages) * PAGE_BYTES / MB
     rounds = kshrinkd_rounds(trace) if trace else None
-    return {**events, "nr_victim_mb": {"mean": float(victim_mb.mean()), "min": float(victim_mb.min()),
-                                       "max": float(victim_mb.max()), "last": float(victim_mb[-1])},
-            "kshrinkd_rounds": rounds["rounds"] if rounds else 0,
-            "target_mb": rounds["target_pages"] * PAGE_BYTES / MB if rounds else None,
-            "kshrinkd_fill": rounds["fill"] if rounds else None}
+    return {
+        **events,
+        "nr_victim_mb": {
+            "mean": float(victim_mb.mean()),
+            "min": float(victim_mb.min()),
+            "max": float(victim_mb.max()),
+            "last": float(victim_mb[-1]),
+        },
+        "kshrinkd_rounds": rounds["rounds"] if rounds else 0,
+        "target_mb": rounds["target_pages"] * PAGE_BYTES / MB if rounds else None,
+        "kshrinkd_fill": rounds["fill"] if rounds else None,
+    }
 
 
 def reclaim_throughput(path: Path, swap_dev: str) -> tuple[list[float], list[float]]:
@@ -499,8 +542,9 @@ def reclaim_throughput(path: Path, swap_dev: str) -> tuple[list[float], list[flo
     col = {name: header.index(name) for name in ("t_ms", "dev", "write_sectors")}
     devs = {row[col["dev"]] for row in rows}
     if devs != {swap_dev}:
-        raise RunError(f"{path} has devices {sorted(devs)}; run.json says the swap "
-                       f"device is {swap_dev}")
+        raise RunError(
+            f"{path} has devices {sorted(devs)}; run.json says the swap device is {swap_dev}"
+        )
     t_ms = np.array([float(r[col["t_ms"]]) for r in rows])
     written = np.array([float(r[col["write_sectors"]]) for r in rows]) * SECTOR_BYTES
     return per_window_mbps(t_ms, written)
@@ -525,15 +569,15 @@ def anon_growth_peak_mbps(vmstat: Table) -> float | None:
     if "nr_anon_pages" not in header or len(rows) < 2:
         return None
     t, anon = header.index("t_ms"), header.index("nr_anon_pages")
-    _, mbps = per_window_mbps(np.array([float(r[t]) for r in rows]),
-                              np.array([float(r[anon]) for r in rows]) * PAGE_BYTES)
+    _, mbps = per_window_mbps(
+        np.array([float(r[t]) for r in rows]), np.array([float(r[anon]) for r in rows]) * PAGE_BYTES
+    )
     return max(mbps) if mbps else None
 
 
 def throughput_stats(mbps: list[float]) -> dict[str, float | None]:
     active = [v for v in mbps if v > 0]
-    return {"mean": float(np.mean(active)) if active else None,
-            "peak": max(mbps) if mbps else None}
+    return {"mean": float(np.mean(active)) if active else None, "peak": max(mbps) if mbps else None}
 
 
 def thread_family(name: str) -> str:

@@ -66,9 +66,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from . import campaign, paths, profiles, scenarios, schemes
 from .errors import UserError
@@ -92,9 +92,9 @@ QUICK_MAIN_ROUNDS = 3
 DEVICE_SCHEMES = ("original", "pps", "pmr")
 DELTA_KEY = "pmr_victim_target_kbytes"
 UNIT_KEY = "pmr_unmap_unit_kbytes"
-DEFAULT_DELTA = 3   # the kernel's default victim target: 3 x nr_to_reclaim
-DEFAULT_PMR = "pmr"   # the kernel's default delta and the profile's own unit
-MIN_FULL_REPS = 3   # the headline ratios' min/median/max (issue 5)
+DEFAULT_DELTA = 3  # the kernel's default victim target: 3 x nr_to_reclaim
+DEFAULT_PMR = "pmr"  # the kernel's default delta and the profile's own unit
+MIN_FULL_REPS = 3  # the headline ratios' min/median/max (issue 5)
 
 
 @dataclass(frozen=True)
@@ -105,39 +105,82 @@ class Mode:
     name: str
     default_reps: int
     min_reps: int
-    target_s: float | None        # the time budget the plan is made for
+    target_s: float | None  # the time budget the plan is made for
     main_rounds: int | None
     main_schemes: tuple[str, ...] | None
     device_schemes: tuple[str, ...]
     device_reps: int | None
     device_rounds: int | None
     sweep_reps: int | None
-    sweep_rounds: int | None      # at most the scenario's
+    sweep_rounds: int | None  # at most the scenario's
     delta_multiples: tuple[int, ...]
     units_kb: tuple[int, ...]
-    other_unit_sweep: bool        # unit-pixel5
+    other_unit_sweep: bool  # unit-pixel5
     floor: bool
-    floor_reps: int | None = None     # None: as reps
-    floor_rounds: int | None = None   # at most the scenario's; None: main's
+    floor_reps: int | None = None  # None: as reps
+    floor_rounds: int | None = None  # at most the scenario's; None: main's
 
 
-MODES = {m.name: m for m in (
-    Mode("quick", default_reps=1, min_reps=1, target_s=20 * 60,
-         main_rounds=QUICK_MAIN_ROUNDS, main_schemes=QUICK_SCHEMES,
-         device_schemes=QUICK_SCHEMES, device_reps=None, device_rounds=1, sweep_reps=None,
-         sweep_rounds=1, delta_multiples=(), units_kb=(),
-         other_unit_sweep=False, floor=True, floor_reps=1, floor_rounds=1),
-    Mode("full", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=2 * 3600,
-         main_rounds=None, main_schemes=FULL_MAIN_SCHEMES, device_schemes=DEVICE_SCHEMES,
-         device_reps=1, device_rounds=2, sweep_reps=1, sweep_rounds=2,
-         delta_multiples=(1, 3, 5), units_kb=(64, 1024, 16384),
-         other_unit_sweep=False, floor=True, floor_reps=1, floor_rounds=2),
-    Mode("thorough", default_reps=MIN_FULL_REPS, min_reps=MIN_FULL_REPS, target_s=None,
-         main_rounds=None, main_schemes=None, device_schemes=DEVICE_SCHEMES,
-         device_reps=None, device_rounds=None, sweep_reps=None, sweep_rounds=4,
-         delta_multiples=(1, 2, 3, 4, 5), units_kb=(64, 256, 1024, 4096, 16384),
-         other_unit_sweep=True, floor=True),
-)}
+MODES = {
+    m.name: m
+    for m in (
+        Mode(
+            "quick",
+            default_reps=1,
+            min_reps=1,
+            target_s=20 * 60,
+            main_rounds=QUICK_MAIN_ROUNDS,
+            main_schemes=QUICK_SCHEMES,
+            device_schemes=QUICK_SCHEMES,
+            device_reps=None,
+            device_rounds=1,
+            sweep_reps=None,
+            sweep_rounds=1,
+            delta_multiples=(),
+            units_kb=(),
+            other_unit_sweep=False,
+            floor=True,
+            floor_reps=1,
+            floor_rounds=1,
+        ),
+        Mode(
+            "full",
+            default_reps=MIN_FULL_REPS,
+            min_reps=MIN_FULL_REPS,
+            target_s=2 * 3600,
+            main_rounds=None,
+            main_schemes=FULL_MAIN_SCHEMES,
+            device_schemes=DEVICE_SCHEMES,
+            device_reps=1,
+            device_rounds=2,
+            sweep_reps=1,
+            sweep_rounds=2,
+            delta_multiples=(1, 3, 5),
+            units_kb=(64, 1024, 16384),
+            other_unit_sweep=False,
+            floor=True,
+            floor_reps=1,
+            floor_rounds=2,
+        ),
+        Mode(
+            "thorough",
+            default_reps=MIN_FULL_REPS,
+            min_reps=MIN_FULL_REPS,
+            target_s=None,
+            main_rounds=None,
+            main_schemes=None,
+            device_schemes=DEVICE_SCHEMES,
+            device_reps=None,
+            device_rounds=None,
+            sweep_reps=None,
+            sweep_rounds=4,
+            delta_multiples=(1, 2, 3, 4, 5),
+            units_kb=(64, 256, 1024, 4096, 16384),
+            other_unit_sweep=True,
+            floor=True,
+        ),
+    )
+}
 
 # Wall time per run: (fixed s, s per round), on an AMD EPYC 2-core host.
 # The fixed part (boot, setup, the 26 background launches, shutdown) is
@@ -146,8 +189,7 @@ MODES = {m.name: m for m in (
 # and warm starts doing their resume work (scenarios/paper.toml), a round
 # of `paper` on pixel6pro under original takes ~51 s (10 rounds: 571 s,
 # 2026-11-28).
-RUN_S = {"pixel6pro": (62.0, 51.0), "pixel5": (58.0, 77.0),
-         "pixel6pro-roomy": (62.0, 50.0)}
+RUN_S = {"pixel6pro": (62.0, 51.0), "pixel5": (58.0, 77.0), "pixel6pro-roomy": (62.0, 50.0)}
 # per campaign: the kernel's up-to-date check, the (cached) dilation, the report
 CAMPAIGN_OVERHEAD_S = 10.0
 # the fio boot (swap_bandwidth.py): boot, 18 s of fio, shutdown
@@ -161,19 +203,27 @@ class CampaignSpec:
     """One campaign of the evaluation: subdirectory `name` of the output."""
 
     name: str
-    figures: str          # what the paper uses it for
+    figures: str  # what the paper uses it for
     profile: str
     schemes: tuple[str, ...]
     reps: int
     rounds: int
-    swap_bandwidth: bool = False   # end with the fio boot (swap_bandwidth.py)
-    max_rate: bool = False         # and the max-rate allocator's (max_rate.py)
+    swap_bandwidth: bool = False  # end with the fio boot (swap_bandwidth.py)
+    max_rate: bool = False  # and the max-rate allocator's (max_rate.py)
 
     def request(self, out: Path, seed: int, resume: bool = False) -> campaign.CampaignRequest:
-        return campaign.CampaignRequest(SCENARIO, self.profile, ",".join(self.schemes),
-                                        self.reps, seed, out / self.name, rounds=self.rounds,
-                                        swap_bandwidth=self.swap_bandwidth,
-                                        max_rate=self.max_rate, resume=resume)
+        return campaign.CampaignRequest(
+            SCENARIO,
+            self.profile,
+            ",".join(self.schemes),
+            self.reps,
+            seed,
+            out / self.name,
+            rounds=self.rounds,
+            swap_bandwidth=self.swap_bandwidth,
+            max_rate=self.max_rate,
+            resume=resume,
+        )
 
     @property
     def runs(self) -> int:
@@ -190,18 +240,18 @@ class DeltaPoint:
 @dataclass
 class PaperPlan:
     out: Path
-    mode: str             # a key of MODES
-    reps: int             # main's (and --reps)
+    mode: str  # a key of MODES
+    reps: int  # main's (and --reps)
     seed: int
     campaigns: list[CampaignSpec]
     # kswapd's nr_to_reclaim on the main profile's guest, pages
     nr_to_reclaim_pages: int
     delta: list[DeltaPoint] = field(default_factory=list)
-    main_scale: float = 1.0   # the main profile's guest/phone RAM ratio
+    main_scale: float = 1.0  # the main profile's guest/phone RAM ratio
     # main's pmr runs are also the sweeps' kernel-default points (delta 3x,
     # the main profile's unit): main and the sweeps share rounds and reps
     reuse_main: bool = False
-    main_unit_kb: int = 0     # the main profile's pmr.unmap_unit_kb
+    main_unit_kb: int = 0  # the main profile's pmr.unmap_unit_kb
     # else the delta sweep's kernel-default point (plain pmr) is also the
     # unit sweep's point at main_unit_kb
     unit_from_delta: bool = False
@@ -239,20 +289,22 @@ def guest_high_watermark_pages(profile: Profile) -> int:
 def delta_points(profile: Profile, multiples: tuple[int, ...]) -> list[DeltaPoint]:
     """pmr with the victim target at k x nr_to_reclaim, for each k."""
     pages = guest_high_watermark_pages(profile)
-    return [DeltaPoint(k, k * pages * PAGE_KB, f"pmr@{DELTA_KEY}={k * pages * PAGE_KB}")
-            for k in multiples]
+    return [
+        DeltaPoint(k, k * pages * PAGE_KB, f"pmr@{DELTA_KEY}={k * pages * PAGE_KB}")
+        for k in multiples
+    ]
 
 
 def discover_schemes() -> list[str]:
     """Every scheme in schemes/*.toml that runs alone (not a modifier): the
     paper's first, then the rest by name."""
-    found = sorted(p.stem for p in paths.SCHEMES_DIR.glob("*.toml")
-                   if not schemes.load(p.stem).modifier)
+    found = sorted(
+        p.stem for p in paths.SCHEMES_DIR.glob("*.toml") if not schemes.load(p.stem).modifier
+    )
     return [s for s in PAPER_SCHEMES if s in found] + [s for s in found if s not in PAPER_SCHEMES]
 
 
-def plan(out: Path, *, mode: str = "full", reps: int | None = None,
-         seed: int = 1) -> PaperPlan:
+def plan(out: Path, *, mode: str = "full", reps: int | None = None, seed: int = 1) -> PaperPlan:
     """The campaigns of the evaluation; checks the input, touches nothing."""
     m = MODES.get(mode)
     if m is None:
@@ -262,8 +314,10 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None,
     if reps < 1:
         raise UserError(f"--reps must be at least 1, got {reps}")
     if reps < m.min_reps:
-        raise UserError(f"the {mode} evaluation needs --reps {m.min_reps} or more (got {reps}); "
-                        "use --quick for a shorter run")
+        raise UserError(
+            f"the {mode} evaluation needs --reps {m.min_reps} or more (got {reps}); "
+            "use --quick for a shorter run"
+        )
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a directory")
     main_profile = profiles.load(MAIN_PROFILE)
@@ -284,46 +338,104 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None,
     # Else the delta sweep runs its kernel-default point as plain pmr, which
     # is also the unit sweep's point at the main profile's own unit: one
     # configuration, run once for both sweeps
-    unit_from_delta = (not reuse_main and DEFAULT_DELTA in m.delta_multiples
-                       and main_profile.unmap_unit_kb in m.units_kb)
-    main_units = tuple(f"pmr@{UNIT_KEY}={kb}" for kb in m.units_kb
-                       if not ((reuse_main or unit_from_delta)
-                               and kb == main_profile.unmap_unit_kb))
+    unit_from_delta = (
+        not reuse_main
+        and DEFAULT_DELTA in m.delta_multiples
+        and main_profile.unmap_unit_kb in m.units_kb
+    )
+    main_units = tuple(
+        f"pmr@{UNIT_KEY}={kb}"
+        for kb in m.units_kb
+        if not ((reuse_main or unit_from_delta) and kb == main_profile.unmap_unit_kb)
+    )
     if unit_from_delta:
-        delta = [DeltaPoint(d.multiple, d.kbytes, DEFAULT_PMR) if d.multiple == DEFAULT_DELTA
-                 else d for d in delta]
+        delta = [
+            DeltaPoint(d.multiple, d.kbytes, DEFAULT_PMR) if d.multiple == DEFAULT_DELTA else d
+            for d in delta
+        ]
     delta_run = tuple(d.scheme for d in delta if not (reuse_main and d.multiple == DEFAULT_DELTA))
     campaigns = [
-        CampaignSpec("main", "headline ratios, Figs. 5-7, 11-13, Table 3", MAIN_PROFILE,
-                     main_schemes, reps, main_rounds, swap_bandwidth=True, max_rate=True),
-        CampaignSpec("devices", "Fig. 14 (with main's pixel6pro runs)", OTHER_PROFILE,
-                     m.device_schemes, device_reps, device_rounds, swap_bandwidth=True),
+        CampaignSpec(
+            "main",
+            "headline ratios, Figs. 5-7, 11-13, Table 3",
+            MAIN_PROFILE,
+            main_schemes,
+            reps,
+            main_rounds,
+            swap_bandwidth=True,
+            max_rate=True,
+        ),
+        CampaignSpec(
+            "devices",
+            "Fig. 14 (with main's pixel6pro runs)",
+            OTHER_PROFILE,
+            m.device_schemes,
+            device_reps,
+            device_rounds,
+            swap_bandwidth=True,
+        ),
     ]
     if delta_run:
-        campaigns.append(CampaignSpec("delta", "Fig. 15a", MAIN_PROFILE, delta_run, sweep_reps,
-                                      sweep_rounds))
+        campaigns.append(
+            CampaignSpec("delta", "Fig. 15a", MAIN_PROFILE, delta_run, sweep_reps, sweep_rounds)
+        )
     if main_units:
-        campaigns.append(CampaignSpec(f"unit-{MAIN_PROFILE}", "Fig. 15b", MAIN_PROFILE,
-                                      main_units, sweep_reps, sweep_rounds))
+        campaigns.append(
+            CampaignSpec(
+                f"unit-{MAIN_PROFILE}",
+                "Fig. 15b",
+                MAIN_PROFILE,
+                main_units,
+                sweep_reps,
+                sweep_rounds,
+            )
+        )
     if m.other_unit_sweep:
-        campaigns.append(CampaignSpec(f"unit-{OTHER_PROFILE}", "Fig. 15b", OTHER_PROFILE,
-                                      unit_schemes, sweep_reps, sweep_rounds))
+        campaigns.append(
+            CampaignSpec(
+                f"unit-{OTHER_PROFILE}",
+                "Fig. 15b",
+                OTHER_PROFILE,
+                unit_schemes,
+                sweep_reps,
+                sweep_rounds,
+            )
+        )
     if m.floor:
-        profiles.load(FLOOR_PROFILE)   # refuse a missing or bad file before anything runs
+        profiles.load(FLOOR_PROFILE)  # refuse a missing or bad file before anything runs
         floor_rounds = min(m.floor_rounds or main_rounds, scenario_rounds)
-        campaigns.append(CampaignSpec("floor", "response time without memory pressure",
-                                      FLOOR_PROFILE, (BASELINE,), m.floor_reps or reps,
-                                      floor_rounds))
+        campaigns.append(
+            CampaignSpec(
+                "floor",
+                "response time without memory pressure",
+                FLOOR_PROFILE,
+                (BASELINE,),
+                m.floor_reps or reps,
+                floor_rounds,
+            )
+        )
     # every scheme name must load (overrides included) before anything runs
     for c in campaigns:
-        schemes.parse_list(",".join(c.schemes), other_profile if c.profile == OTHER_PROFILE
-                           else main_profile)
-    return PaperPlan(out, mode, reps, seed, campaigns,
-                     guest_high_watermark_pages(main_profile), delta, main_profile.scale,
-                     reuse_main, main_profile.unmap_unit_kb, unit_from_delta)
+        schemes.parse_list(
+            ",".join(c.schemes), other_profile if c.profile == OTHER_PROFILE else main_profile
+        )
+    return PaperPlan(
+        out,
+        mode,
+        reps,
+        seed,
+        campaigns,
+        guest_high_watermark_pages(main_profile),
+        delta,
+        main_profile.scale,
+        reuse_main,
+        main_profile.unmap_unit_kb,
+        unit_from_delta,
+    )
 
 
 # ---- time estimate ---------------------------------------------------------
+
 
 def run_seconds(profile: str, rounds: int) -> float:
     fixed, per_round = RUN_S.get(profile, RUN_S[MAIN_PROFILE])
@@ -332,9 +444,12 @@ def run_seconds(profile: str, rounds: int) -> float:
 
 def estimate_s(spec: CampaignSpec) -> float:
     """Guest time of one campaign on this project's host (see RUN_S)."""
-    return (CAMPAIGN_OVERHEAD_S + spec.runs * run_seconds(spec.profile, spec.rounds)
-            + (SWAP_BANDWIDTH_S if spec.swap_bandwidth else 0.0)
-            + (MAX_RATE_S if spec.max_rate else 0.0))
+    return (
+        CAMPAIGN_OVERHEAD_S
+        + spec.runs * run_seconds(spec.profile, spec.rounds)
+        + (SWAP_BANDWIDTH_S if spec.swap_bandwidth else 0.0)
+        + (MAX_RATE_S if spec.max_rate else 0.0)
+    )
 
 
 def duration_text(seconds: float) -> str:
@@ -352,8 +467,10 @@ def _n(count: int, what: str) -> str:
 def estimate_lines(p: PaperPlan, statuses: dict[str, str]) -> list[str]:
     """What will run and how long it should take; finished campaigns are
     skipped, and the runs a cut-off one recorded are not counted again."""
-    lines = [f"pmrtb paper ({p.mode}): {len(p.campaigns)} campaigns "
-             f"in {p.out}, {_n(p.reps, 'rep')}, seed {p.seed}"]
+    lines = [
+        f"pmrtb paper ({p.mode}): {len(p.campaigns)} campaigns "
+        f"in {p.out}, {_n(p.reps, 'rep')}, seed {p.seed}"
+    ]
     remaining = 0.0
     for c in p.campaigns:
         est = estimate_s(c)
@@ -361,21 +478,29 @@ def estimate_lines(p: PaperPlan, statuses: dict[str, str]) -> list[str]:
         done = recorded_runs(p, c) if status == "partial" else 0
         if status != "finished":
             remaining += est - done * run_seconds(c.profile, c.rounds)
-        note = {"finished": "  [finished: skipped]",
-                "partial": f"  [cut off: {done} of {c.runs} runs done]"}.get(status, "")
-        lines.append(f"  {c.name:<15} {c.profile:<9} {_n(len(c.schemes), 'scheme')} x "
-                     f"{_n(c.reps, 'rep')} x {_n(c.rounds, 'round')} = {_n(c.runs, 'run')}, "
-                     f"~{duration_text(est)}" + note)
+        note = {
+            "finished": "  [finished: skipped]",
+            "partial": f"  [cut off: {done} of {c.runs} runs done]",
+        }.get(status or "", "")
+        lines.append(
+            f"  {c.name:<15} {c.profile:<9} {_n(len(c.schemes), 'scheme')} x "
+            f"{_n(c.reps, 'rep')} x {_n(c.rounds, 'round')} = {_n(c.runs, 'run')}, "
+            f"~{duration_text(est)}" + note
+        )
     total = sum(estimate_s(c) for c in p.campaigns)
     target = p.target_s
-    over = "" if target is None or total <= target else \
-        f" (over the {duration_text(target)} target)"
-    lines.append(f"estimated guest time: ~{duration_text(total)} in all{over}; "
-                 f"~{duration_text(remaining)} still to run")
+    over = (
+        "" if target is None or total <= target else f" (over the {duration_text(target)} target)"
+    )
+    lines.append(
+        f"estimated guest time: ~{duration_text(total)} in all{over}; "
+        f"~{duration_text(remaining)} still to run"
+    )
     return lines
 
 
 # ---- resuming --------------------------------------------------------------
+
 
 def campaign_json(d: Path) -> dict | None:
     """campaign.json of the campaign in `d`; None if it is missing or not JSON."""
@@ -386,7 +511,7 @@ def campaign_json(d: Path) -> dict | None:
 
 
 def campaign_status(p: PaperPlan, spec: CampaignSpec) -> str:
-    """"new" (nothing there yet), "finished" (every run of the plan is done
+    """ "new" (nothing there yet), "finished" (every run of the plan is done
     in its campaign.json) or "partial" (cut off, or a run failed); a
     directory holding another plan is refused."""
     d = p.out / spec.name
@@ -395,12 +520,20 @@ def campaign_status(p: PaperPlan, spec: CampaignSpec) -> str:
     data = campaign_json(d)
     if data is None:
         return "partial"
-    want = {"scenario": SCENARIO, "profile": spec.profile, "schemes": list(spec.schemes),
-            "reps": spec.reps, "seed": p.seed, "rounds": spec.rounds}
+    want = {
+        "scenario": SCENARIO,
+        "profile": spec.profile,
+        "schemes": list(spec.schemes),
+        "reps": spec.reps,
+        "seed": p.seed,
+        "rounds": spec.rounds,
+    }
     differs = [f"{k} {data.get(k)!r}, not {v!r}" for k, v in want.items() if data.get(k) != v]
     if differs:
-        raise UserError(f"{d} holds another campaign ({'; '.join(differs)}): use another --out "
-                        f"or remove {d} to run it again")
+        raise UserError(
+            f"{d} holds another campaign ({'; '.join(differs)}): use another --out "
+            f"or remove {d} to run it again"
+        )
     return "finished" if _recorded(data, spec) == spec.runs else "partial"
 
 
@@ -408,8 +541,10 @@ def _recorded(data: dict, spec: CampaignSpec) -> int:
     """How many runs of the plan of `spec` campaign.json's `data` records as
     done (a failed one is run again when the campaign is continued)."""
     wanted = {(s, rep) for s in spec.schemes for rep in range(1, spec.reps + 1)}
-    return len(wanted & {(r.get("scheme"), r.get("rep")) for r in data.get("runs", [])
-                         if r.get("status") == "ok"})
+    return len(
+        wanted
+        & {(r.get("scheme"), r.get("rep")) for r in data.get("runs", []) if r.get("status") == "ok"}
+    )
 
 
 def recorded_runs(p: PaperPlan, spec: CampaignSpec) -> int:
@@ -419,9 +554,12 @@ def recorded_runs(p: PaperPlan, spec: CampaignSpec) -> int:
 
 def runs_to_go(p: PaperPlan, state: dict[str, str]) -> int:
     """The guest runs still to do, given statuses(p)."""
-    return sum(0 if state[c.name] == "finished"
-               else c.runs - (recorded_runs(p, c) if state[c.name] == "partial" else 0)
-               for c in p.campaigns)
+    return sum(
+        0
+        if state[c.name] == "finished"
+        else c.runs - (recorded_runs(p, c) if state[c.name] == "partial" else 0)
+        for c in p.campaigns
+    )
 
 
 def statuses(p: PaperPlan) -> dict[str, str]:
@@ -457,8 +595,13 @@ class PaperResult:
     failed_runs: int
 
 
-def run(p: PaperPlan, progress: Progress, *, runner: RunCampaign | None = None,
-        say: Callable[[str], None] = print) -> PaperResult:
+def run(
+    p: PaperPlan,
+    progress: Progress,
+    *,
+    runner: RunCampaign | None = None,
+    say: Callable[[str], None] = print,
+) -> PaperResult:
     """Run every campaign not finished yet, then (re)write each campaign's
     report and the combined one. `runner` runs one campaign (default
     run_campaign; tests fake it)."""
@@ -476,8 +619,10 @@ def run(p: PaperPlan, progress: Progress, *, runner: RunCampaign | None = None,
             continue
         say(f"{spec.name}: {spec.profile}, {', '.join(spec.schemes)}")
         if state[spec.name] == "partial":
-            say(f"{spec.name}: cut off earlier, continued "
-                f"({recorded_runs(p, spec)} of {spec.runs} runs done)")
+            say(
+                f"{spec.name}: cut off earlier, continued "
+                f"({recorded_runs(p, spec)} of {spec.runs} runs done)"
+            )
             try:
                 runner(spec.request(p.out, p.seed, resume=True), progress)
                 ran.append(spec.name)

@@ -25,9 +25,9 @@ import json
 import shlex
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from . import campaign, guest, kernel, paths, spec
 from .errors import GuestError, UserError
@@ -48,8 +48,10 @@ def available() -> list[str]:
 
 def script(name: str) -> Path:
     if name not in available():
-        raise UserError(f"no probe {name!r}: probes/{name}.sh does not exist "
-                        f"(probes: {', '.join(available()) or 'none'})")
+        raise UserError(
+            f"no probe {name!r}: probes/{name}.sh does not exist "
+            f"(probes: {', '.join(available()) or 'none'})"
+        )
     return PROBES_DIR / f"{name}.sh"
 
 
@@ -58,8 +60,9 @@ def check(name: str, flavour: str, image: Path | None = None) -> Path:
     a kernel image that is not there."""
     path = script(name)
     if flavour not in kernel.SLOWDOWN:
-        raise UserError(f"--flavour {flavour!r} is not a kernel flavour: use "
-                        f"{' or '.join(kernel.SLOWDOWN)}")
+        raise UserError(
+            f"--flavour {flavour!r} is not a kernel flavour: use {' or '.join(kernel.SLOWDOWN)}"
+        )
     if image is not None and not image.is_file():
         raise UserError(f"--kernel {image}: no such kernel image (a bzImage)")
     return path
@@ -67,34 +70,44 @@ def check(name: str, flavour: str, image: Path | None = None) -> Path:
 
 def verdict(guest_log: str) -> str | None:
     """The last `RESULT: ...` line of the probe's log, without the prefix."""
-    lines = [ln[len(VERDICT_PREFIX):].strip() for ln in guest_log.splitlines()
-             if ln.startswith(VERDICT_PREFIX)]
+    lines = [
+        ln[len(VERDICT_PREFIX) :].strip()
+        for ln in guest_log.splitlines()
+        if ln.startswith(VERDICT_PREFIX)
+    ]
     return lines[-1] if lines else None
 
 
 @dataclass(frozen=True)
 class ProbeResult:
     name: str
-    status: str      # passed, failed or inconclusive
+    status: str  # passed, failed or inconclusive
     verdict: str
     out: Path
 
 
-def result_of(name: str, returncode: int, guest_log: str, out: Path,
-              console: str) -> ProbeResult:
+def result_of(name: str, returncode: int, guest_log: str, out: Path, console: str) -> ProbeResult:
     """The probe's outcome from its exit status and log; a status the probe
     protocol does not know, or no verdict, is a failed guest, not a result."""
     said = verdict(guest_log)
     if returncode not in STATUS or said is None:
-        raise GuestError(f"probe {name} exited with status {returncode} "
-                         f"{'and no RESULT line' if said is None else f'({said})'}; "
-                         f"its log: {out / 'guest.log'}, console: {out / 'console.log'}",
-                         guest.tail(console))
+        raise GuestError(
+            f"probe {name} exited with status {returncode} "
+            f"{'and no RESULT line' if said is None else f'({said})'}; "
+            f"its log: {out / 'guest.log'}, console: {out / 'console.log'}",
+            guest.tail(console),
+        )
     return ProbeResult(name, STATUS[returncode], said, out)
 
 
-def run(name: str, args: list[str], out: Path, flavour: str,
-        progress: Callable[[str], None], image: Path | None = None) -> ProbeResult:
+def run(
+    name: str,
+    args: list[str],
+    out: Path,
+    flavour: str,
+    progress: Callable[[str], None],
+    image: Path | None = None,
+) -> ProbeResult:
     """Boot the series' kernel of `flavour` (or the bzImage `image`, e.g. a
     kernel without a patch, to see the probe fail) and run the probe."""
     path = check(name, flavour, image)
@@ -111,25 +124,47 @@ def run(name: str, args: list[str], out: Path, flavour: str,
         kernel_info = {"flavour": flavour, "bzimage": str(bzimage)}
     accel = guest.detect_accel(bzimage)
     disk_dir = campaign.disk_dir(out, "probe")
-    disks = [guest.Disk(disk_dir / "swap.img", spec.SWAP_SERIAL, SWAP_MB),
-             guest.Disk(disk_dir / "data.img", spec.DATA_SERIAL, DATA_MB)]
+    disks = [
+        guest.Disk(disk_dir / "swap.img", spec.SWAP_SERIAL, SWAP_MB),
+        guest.Disk(disk_dir / "data.img", spec.DATA_SERIAL, DATA_MB),
+    ]
     progress(f"guest: probe {name} (console: {out / 'console.log'})")
     t0 = time.monotonic()
     try:
         for d in disks:
             guest.create_disk(d)
-        res = guest.boot(bzimage, exec_cmd=shlex.join(["sh", str(path), str(out), *args]),
-                         console_path=out / "console.log",
-                         deadline_s=DEADLINE_S * kernel.SLOWDOWN[flavour],
-                         ram_mb=RAM_MB, cpus=CPUS, accel=accel, rwdirs=[out], disks=disks,
-                         append=kernel.BOOT_ARGS[flavour])
+        res = guest.boot(
+            bzimage,
+            exec_cmd=shlex.join(["sh", str(path), str(out), *args]),
+            console_path=out / "console.log",
+            deadline_s=DEADLINE_S * kernel.SLOWDOWN[flavour],
+            ram_mb=RAM_MB,
+            cpus=CPUS,
+            accel=accel,
+            rwdirs=[out],
+            disks=disks,
+            append=kernel.BOOT_ARGS[flavour],
+        )
     finally:
         shutil.rmtree(disk_dir, ignore_errors=True)
     log_path = out / "guest.log"
     log = log_path.read_text(errors="replace") if log_path.exists() else ""
     result = result_of(name, res.returncode, log, out, res.console)
-    (out / "probe.json").write_text(json.dumps({
-        "probe": name, "args": args, "status": result.status, "verdict": result.verdict,
-        "wall_s": round(time.monotonic() - t0, 1), "kernel": kernel_info,
-        "accel": accel, "ram_mb": RAM_MB, "cpus": CPUS}, indent=2) + "\n")
+    (out / "probe.json").write_text(
+        json.dumps(
+            {
+                "probe": name,
+                "args": args,
+                "status": result.status,
+                "verdict": result.verdict,
+                "wall_s": round(time.monotonic() - t0, 1),
+                "kernel": kernel_info,
+                "accel": accel,
+                "ram_mb": RAM_MB,
+                "cpus": CPUS,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     return result

@@ -93,8 +93,9 @@ class Profile:
 
 def swap_throttle(limits: dict[str, int]) -> dict[str, int]:
     """qemu_limits() as the swap disk's throttling (guest.Disk.throttle)."""
-    return {key: limits[f"swap_{key}"] for key in ("bps_write", "iops_write", "bps_read",
-                                                    "iops_read")}
+    return {
+        key: limits[f"swap_{key}"] for key in ("bps_write", "iops_write", "bps_read", "iops_read")
+    }
 
 
 def load(name: str) -> Profile:
@@ -127,4 +128,3 @@ def parse(data: dict, path: Path) -> Profile:
         unmap_unit_kb=int(pmr.get("unmap_unit_kb", 1024)),
         raw=data,
     )
-

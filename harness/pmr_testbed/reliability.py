@@ -33,12 +33,23 @@ import dataclasses
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from . import blkdebug, campaign, guest, guest_setup, kernel, paths, profiles, reliability_checks
-from . import schemes, spec, swap_write_errors
+from . import (
+    blkdebug,
+    campaign,
+    guest,
+    guest_setup,
+    kernel,
+    paths,
+    profiles,
+    reliability_checks,
+    schemes,
+    spec,
+    swap_write_errors,
+)
 from .errors import GuestError, UserError
 
 CHECKER_PROCESSES = 4
@@ -86,24 +97,30 @@ def parse_toggle(text: str, count: int, refused: str | None) -> dict:
     path, eq, values_text = text.partition("=")
     path = path.strip()
     if not eq or not path:
-        raise UserError(f"--toggle must be PATH=V1,V2,... (e.g. /proc/sys/vm/pmr_mode=0,1), "
-                        f"got {text!r}")
+        raise UserError(
+            f"--toggle must be PATH=V1,V2,... (e.g. /proc/sys/vm/pmr_mode=0,1), got {text!r}"
+        )
     if not path.startswith(KNOB_ROOTS) or ".." in path.split("/"):
         raise UserError(f"--toggle path {path} must be under /proc/sys or /sys")
     values = [v.strip() for v in values_text.split(",")]
     if len(values) < 2 or not all(values):
-        raise UserError(f"--toggle {text!r} needs at least two non-empty values after '=', "
-                        "separated by commas")
+        raise UserError(
+            f"--toggle {text!r} needs at least two non-empty values after '=', separated by commas"
+        )
     if count < 1:
         raise UserError(f"--toggles must be at least 1, got {count}")
     refused_values = [v.strip() for v in refused.split(",")] if refused else []
     for r in refused_values:
         if r not in values:
-            raise UserError(f"--toggle-refused value {r!r} is not one of the --toggle values "
-                            f"({','.join(values)})")
+            raise UserError(
+                f"--toggle-refused value {r!r} is not one of the --toggle values "
+                f"({','.join(values)})"
+            )
     if values[0] in refused_values:
-        raise UserError(f"--toggle-refused names the first value {values[0]!r}, which is written "
-                        "back at the end: put a value the kernel accepts first")
+        raise UserError(
+            f"--toggle-refused names the first value {values[0]!r}, which is written "
+            "back at the end: put a value the kernel accepts first"
+        )
     return {"path": path, "values": values, "refused": refused_values, "count": count}
 
 
@@ -129,16 +146,19 @@ class Plan:
 def plan(req: ReliabilityRequest) -> Plan:
     """Check the request and the host before anything is built or written."""
     if req.flavour not in kernel.FLAVOURS:
-        raise UserError(f"unknown kernel flavour {req.flavour!r}: use one of "
-                        f"{', '.join(kernel.FLAVOURS)}")
+        raise UserError(
+            f"unknown kernel flavour {req.flavour!r}: use one of {', '.join(kernel.FLAVOURS)}"
+        )
     if "," in req.scheme:
         raise UserError(f"--scheme takes one scheme (or a+b), got {req.scheme!r}")
     if not 0 < req.swap_factor <= MAX_SWAP_FACTOR:
         raise UserError(f"--swap-factor must be in (0, {MAX_SWAP_FACTOR}], got {req.swap_factor}")
     if req.swap_full and req.swap_factor != DEFAULT_SWAP_FACTOR:
-        raise UserError(f"--swap-factor sets the pswpout goal of the load phase; with --swap-full "
-                        f"the load ends {MIN_SWEEPS} sweeps after the swap ran full: drop "
-                        "--swap-factor")
+        raise UserError(
+            f"--swap-factor sets the pswpout goal of the load phase; with --swap-full "
+            f"the load ends {MIN_SWEEPS} sweeps after the swap ran full: drop "
+            "--swap-factor"
+        )
     if req.toggle is None and req.toggle_refused:
         raise UserError("--toggle-refused needs --toggle")
     toggle = parse_toggle(req.toggle, req.toggles, req.toggle_refused) if req.toggle else None
@@ -160,15 +180,25 @@ def build_spec(p: Plan, out_dir: Path) -> dict:
     return {
         "out_dir": str(out_dir),
         "deadline_s": LOAD_DEADLINE_S,
-        "scheme": {"name": p.scheme.name, "knobs": p.scheme.knobs, "policies": p.scheme.policies,
-                   "kthreads": p.scheme.kthreads},
+        "scheme": {
+            "name": p.scheme.name,
+            "knobs": p.scheme.knobs,
+            "policies": p.scheme.policies,
+            "kthreads": p.scheme.kthreads,
+        },
         "memory": spec.memory_settings(p.profile),
         "swap": {"serial": spec.SWAP_SERIAL, "zram_mb": 0},
         "swap_factor": p.req.swap_factor,
-        "checker": {"processes": CHECKER_PROCESSES, "ram_ratio": CHECKER_RAM_RATIO,
-                    "seed": p.req.seed},
-        "stress_ng": {"path": str(STRESS_NG), "workers": STRESS_WORKERS,
-                      "ram_ratio": STRESS_RAM_RATIO},
+        "checker": {
+            "processes": CHECKER_PROCESSES,
+            "ram_ratio": CHECKER_RAM_RATIO,
+            "seed": p.req.seed,
+        },
+        "stress_ng": {
+            "path": str(STRESS_NG),
+            "workers": STRESS_WORKERS,
+            "ram_ratio": STRESS_RAM_RATIO,
+        },
         "toggle": p.toggle,
         "swap_full": p.req.swap_full,
     }
@@ -196,18 +226,26 @@ def run(p: Plan, progress: Callable[[str], None]) -> dict:
         config.write_text(blkdebug.config_text(region))
         swap = dataclasses.replace(swap, blkdebug=config)
     console_path = out / "console.log"
-    progress(f"guest: {p.scheme.name} on {p.profile.name}, {p.profile.guest_ram_mb} MB RAM, "
-             f"{p.swap_mb} MB swap{describe_faults(p)} (console: {console_path})")
+    progress(
+        f"guest: {p.scheme.name} on {p.profile.name}, {p.profile.guest_ram_mb} MB RAM, "
+        f"{p.swap_mb} MB swap{describe_faults(p)} (console: {console_path})"
+    )
     t0 = time.monotonic()
     try:
         guest.create_disk(swap)
-        res = guest.boot(machine.image.bzimage,
-                         exec_cmd=f"{paths.RUNTIME_BIN} reliability --spec {out / 'spec.json'}",
-                         console_path=console_path,
-                         deadline_s=LOAD_DEADLINE_S + FINAL_PHASE_S + guest_setup.BOOT_SLACK_S,
-                         ram_mb=p.profile.guest_ram_mb, cpus=p.profile.cpus, accel=machine.accel,
-                         rwdirs=[out], disks=[swap], append=kernel.BOOT_ARGS[machine.image.flavour],
-                         check_splats=False)
+        res = guest.boot(
+            machine.image.bzimage,
+            exec_cmd=f"{paths.RUNTIME_BIN} reliability --spec {out / 'spec.json'}",
+            console_path=console_path,
+            deadline_s=LOAD_DEADLINE_S + FINAL_PHASE_S + guest_setup.BOOT_SLACK_S,
+            ram_mb=p.profile.guest_ram_mb,
+            cpus=p.profile.cpus,
+            accel=machine.accel,
+            rwdirs=[out],
+            disks=[swap],
+            append=kernel.BOOT_ARGS[machine.image.flavour],
+            check_splats=False,
+        )
     finally:
         shutil.rmtree(disk_dir, ignore_errors=True)
     if res.returncode == guest_setup.GUEST_SETUP_ERROR:
@@ -217,20 +255,28 @@ def run(p: Plan, progress: Callable[[str], None]) -> dict:
         result = reliability_checks.load(out / "reliability.json")
     except (FileNotFoundError, ValueError) as exc:
         problem = f"; the console shows {splats[0]!r}" if splats else ""
-        raise GuestError(f"guest exited with status {res.returncode} without a valid "
-                         f"reliability.json ({exc}){problem}; console: {console_path}",
-                         guest.tail(res.console)) from None
+        raise GuestError(
+            f"guest exited with status {res.returncode} without a valid "
+            f"reliability.json ({exc}){problem}; console: {console_path}",
+            guest.tail(res.console),
+        ) from None
     if region is not None:
         result = reliability_checks.with_check(
-            result, swap_write_errors.check(res.console, result.get("swap_dev"), region))
+            result, swap_write_errors.check(res.console, result.get("swap_dev"), region)
+        )
     result = reliability_checks.with_kernel_log(result, splats)
     result["host"] = {
-        "profile": p.profile.name, "flavour": p.req.flavour, "guest_exit": res.returncode,
-        "wall_s": round(time.monotonic() - t0, 1), "guest_ram_mb": p.profile.guest_ram_mb,
-        "swap_mb": p.swap_mb, "profile_swap_mb": p.profile.guest_swap_mb,
+        "profile": p.profile.name,
+        "flavour": p.req.flavour,
+        "guest_exit": res.returncode,
+        "wall_s": round(time.monotonic() - t0, 1),
+        "guest_ram_mb": p.profile.guest_ram_mb,
+        "swap_mb": p.swap_mb,
+        "profile_swap_mb": p.profile.guest_swap_mb,
         "swap_full": p.req.swap_full,
         "swap_write_errors": region.as_dict() if region else None,
-        "kernel": machine.image.as_dict(), "dilation": machine.dilation.as_dict(),
+        "kernel": machine.image.as_dict(),
+        "dilation": machine.dilation.as_dict(),
         "qemu": {"accel": machine.accel, **machine.limits},
     }
     _write_json(out / "reliability.json", result)

@@ -42,13 +42,19 @@ def load(path: Path) -> dict:
 def with_kernel_log(result: dict, splats: list[str]) -> dict:
     """A copy of `result` with the kernel_log check (fails on any splat)."""
     if splats:
-        check = {"name": KERNEL_LOG, "status": "fail",
-                 "detail": f"{len(splats)} kernel report(s) on the console; first: {splats[0]}",
-                 "figures": {"splats": splats[:MAX_SPLATS_KEPT]}}
+        check = {
+            "name": KERNEL_LOG,
+            "status": "fail",
+            "detail": f"{len(splats)} kernel report(s) on the console; first: {splats[0]}",
+            "figures": {"splats": splats[:MAX_SPLATS_KEPT]},
+        }
     else:
-        check = {"name": KERNEL_LOG, "status": "pass",
-                 "detail": "no oops, BUG, WARNING, KASAN or lockdep report on the console",
-                 "figures": {"splats": []}}
+        check = {
+            "name": KERNEL_LOG,
+            "status": "pass",
+            "detail": "no oops, BUG, WARNING, KASAN or lockdep report on the console",
+            "figures": {"splats": []},
+        }
     return with_check(result, check)
 
 
@@ -81,5 +87,6 @@ def summary(result: dict) -> str:
     """One line: how many checks passed, failed, were skipped."""
     counts = {s: sum(1 for c in result["checks"] if c["status"] == s) for s in STATUSES}
     verdict = "PASSED" if exit_status(result) == 0 else "FAILED"
-    return (f"{verdict}: {counts['pass']} passed, {counts['fail']} failed, "
-            f"{counts['skipped']} skipped")
+    return (
+        f"{verdict}: {counts['pass']} passed, {counts['fail']} failed, {counts['skipped']} skipped"
+    )

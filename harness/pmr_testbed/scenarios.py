@@ -16,15 +16,39 @@ from .errors import UserError
 from .tomlfile import positive, require
 
 APP_KEYS = {
-    "name", "processes", "anon_mb", "file_mb", "launch_fraction", "working_set_fraction",
-    "init_work_ms", "growth_ms", "fg_period_ms", "fg_churn_mb", "bg_touch", "adj_class",
-    "launch_threads", "resume_work_ms", "peak_anon_mb", "fg_growth_mb_per_s",
+    "name",
+    "processes",
+    "anon_mb",
+    "file_mb",
+    "launch_fraction",
+    "working_set_fraction",
+    "init_work_ms",
+    "growth_ms",
+    "fg_period_ms",
+    "fg_churn_mb",
+    "bg_touch",
+    "adj_class",
+    "launch_threads",
+    "resume_work_ms",
+    "peak_anon_mb",
+    "fg_growth_mb_per_s",
 }
-MAX_LAUNCH_THREADS = 16   # as the runtime's spec.rs
+MAX_LAUNCH_THREADS = 16  # as the runtime's spec.rs
 ADJ_CLASSES = {"cached", "perceptible", "service", "persistent"}
-SCENARIO_KEYS = {"name", "description", "rounds", "dwell_ms", "launch_gap_ms", "settle_ms",
-                 "deadline_s", "defaults", "system", "foreground", "background",
-                 "background_use"}
+SCENARIO_KEYS = {
+    "name",
+    "description",
+    "rounds",
+    "dwell_ms",
+    "launch_gap_ms",
+    "settle_ms",
+    "deadline_s",
+    "defaults",
+    "system",
+    "foreground",
+    "background",
+    "background_use",
+}
 BACKGROUND_USE_KEYS = {"every", "dwell_ms", "apps"}
 
 
@@ -45,7 +69,7 @@ class App:
     adj_class: str
     launch_threads: int = 1
     resume_work_ms: float = 0.0
-    peak_anon_mb: float | None = None    # None: anon_mb (no growth while used)
+    peak_anon_mb: float | None = None  # None: anon_mb (no growth while used)
     fg_growth_mb_per_s: float = 0.0
 
 
@@ -54,6 +78,7 @@ class BackgroundUse:
     """Background apps used between the switches (the paper's UI Automator):
     after every `every`-th switch, the next of `apps` in a seeded order is
     in front for a dwell from `dwell_ms` (hot if alive, cold if killed)."""
+
     every: int
     dwell_ms: tuple[int, int]
     apps: tuple[str, ...]
@@ -104,8 +129,10 @@ def _optional(table: dict, key: str, where: str, default, allow_zero: bool = Tru
 def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
     unknown = set(raw) - APP_KEYS
     if unknown:
-        raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
-                        f"known: {', '.join(sorted(APP_KEYS))}")
+        raise UserError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(APP_KEYS))}"
+        )
     t = {**defaults, **raw}
     name = require(t, "name", str, where)
     where = f"{where} ({name})"
@@ -118,14 +145,16 @@ def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
         raise UserError(f"{where}: adj_class {adj_class!r} must be one of {sorted(ADJ_CLASSES)}")
     launch_threads = int(_optional(t, "launch_threads", where, 1, allow_zero=False))
     if launch_threads > MAX_LAUNCH_THREADS:
-        raise UserError(f"{where}: `launch_threads` must be 1..{MAX_LAUNCH_THREADS}, "
-                        f"got {launch_threads}")
+        raise UserError(
+            f"{where}: `launch_threads` must be 1..{MAX_LAUNCH_THREADS}, got {launch_threads}"
+        )
     anon_mb = positive(t, "anon_mb", where)
     peak = _optional(t, "peak_anon_mb", where, None, allow_zero=False)
     if peak is not None and peak < anon_mb:
         raise UserError(f"{where}: `peak_anon_mb` ({peak}) must be >= anon_mb ({anon_mb})")
     return App(
-        name=name, role=role,
+        name=name,
+        role=role,
         processes=int(positive(t, "processes", where)),
         anon_mb=anon_mb,
         file_mb=positive(t, "file_mb", where, allow_zero=True),
@@ -160,8 +189,9 @@ def parse(data: dict, path: Path) -> Scenario:
         raise UserError(f"{where}: app name(s) used twice: {', '.join(dupes)}")
     for a in apps:
         if a.adj_class == "persistent" and a.role != "system":
-            raise UserError(f"{where}: {a.name}: only [[system]] apps can be "
-                            "adj_class = \"persistent\"")
+            raise UserError(
+                f'{where}: {a.name}: only [[system]] apps can be adj_class = "persistent"'
+            )
     if not any(a.role == "foreground" for a in apps):
         raise UserError(f"{where}: needs at least one [[foreground]] app")
     return Scenario(
@@ -179,7 +209,11 @@ def parse(data: dict, path: Path) -> Scenario:
 
 def _dwell(table: dict, where: str) -> tuple[int, int]:
     dwell = require(table, "dwell_ms", list, where)
-    if len(dwell) != 2 or not all(isinstance(x, int) and x > 0 for x in dwell) or dwell[0] > dwell[1]:
+    if (
+        len(dwell) != 2
+        or not all(isinstance(x, int) and x > 0 for x in dwell)
+        or dwell[0] > dwell[1]
+    ):
         raise UserError(f"{where}: `dwell_ms` must be [min, max] in ms with 0 < min <= max")
     return dwell[0], dwell[1]
 
@@ -193,13 +227,16 @@ def _background_use(data: dict, apps: list[App], where: str) -> BackgroundUse | 
         raise UserError(f"{where}: must be a table with {', '.join(sorted(BACKGROUND_USE_KEYS))}")
     unknown = set(raw) - BACKGROUND_USE_KEYS
     if unknown:
-        raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
-                        f"known: {', '.join(sorted(BACKGROUND_USE_KEYS))}")
+        raise UserError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(BACKGROUND_USE_KEYS))}"
+        )
     background = {a.name for a in apps if a.role == "background"}
     used = raw.get("apps", "all")
     if used == "all":
         used = [a.name for a in apps if a.role == "background"]
     if not isinstance(used, list) or not used or not all(n in background for n in used):
-        raise UserError(f"{where}: `apps` must be \"all\" or a list of [[background]] apps")
-    return BackgroundUse(every=int(positive(raw, "every", where)),
-                         dwell_ms=_dwell(raw, where), apps=tuple(used))
+        raise UserError(f'{where}: `apps` must be "all" or a list of [[background]] apps')
+    return BackgroundUse(
+        every=int(positive(raw, "every", where)), dwell_ms=_dwell(raw, where), apps=tuple(used)
+    )

@@ -32,7 +32,6 @@ from .errors import UserError
 from .profiles import Profile
 from .tomlfile import require
 
-
 POLICIES = ("fifo", "rr", "normal")
 
 
@@ -40,11 +39,11 @@ POLICIES = ("fifo", "rr", "normal")
 class Scheme:
     name: str
     description: str
-    knobs: list[dict]      # [{"path": ..., "value": ...}] in write order
+    knobs: list[dict]  # [{"path": ..., "value": ...}] in write order
     policies: list[str]
     # [{"comm", "policy", "priority", "nice"[, "cpus"]}], as spec.json has them
     kthreads: list[dict] = field(default_factory=list)
-    modifier: bool = False   # runs only combined with another scheme
+    modifier: bool = False  # runs only combined with another scheme
 
 
 def load(name: str) -> Scheme:
@@ -68,8 +67,14 @@ def load(name: str) -> Scheme:
     modifier = data.get("modifier", False)
     if not isinstance(modifier, bool):
         raise UserError(f"{where}: `modifier` must be true or false")
-    return Scheme(require(data, "name", str, where), data.get("description", ""), knobs, policies,
-                  kthreads, modifier)
+    return Scheme(
+        require(data, "name", str, where),
+        data.get("description", ""),
+        knobs,
+        policies,
+        kthreads,
+        modifier,
+    )
 
 
 def _kthread(table: dict, where: str) -> dict:
@@ -80,12 +85,15 @@ def _kthread(table: dict, where: str) -> dict:
     allowed = {"comm", "policy", "cpus", "nice" if policy == "normal" else "priority"}
     unknown = sorted(set(table) - allowed)
     if unknown:
-        raise UserError(f"{where}: `{unknown[0]}` is not a setting of a {policy} thread "
-                        f"(it takes {', '.join(sorted(allowed))})")
+        raise UserError(
+            f"{where}: `{unknown[0]}` is not a setting of a {policy} thread "
+            f"(it takes {', '.join(sorted(allowed))})"
+        )
     comm = require(table, "comm", str, where)
     if not re.fullmatch(r"[A-Za-z_][\w-]*[A-Za-z_-]", comm):
-        raise UserError(f"{where}: comm {comm!r} must be a kernel thread's name without its "
-                        "number, e.g. kswapd")
+        raise UserError(
+            f"{where}: comm {comm!r} must be a kernel thread's name without its number, e.g. kswapd"
+        )
     entry = {"comm": comm, "policy": policy, "priority": 0, "nice": 0}
     if policy == "normal":
         entry["nice"] = require(table, "nice", int, where)
@@ -94,13 +102,16 @@ def _kthread(table: dict, where: str) -> dict:
     else:
         entry["priority"] = require(table, "priority", int, where)
         if not 1 <= entry["priority"] <= 99:
-            raise UserError(f"{where}: priority must be 1..99 for {policy}, "
-                            f"got {entry['priority']}")
+            raise UserError(
+                f"{where}: priority must be 1..99 for {policy}, got {entry['priority']}"
+            )
     if "cpus" in table:
         cpus = table["cpus"]
-        if (not isinstance(cpus, list) or not cpus
-                or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
-                           for c in cpus)):
+        if (
+            not isinstance(cpus, list)
+            or not cpus
+            or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus)
+        ):
             raise UserError(f"{where}: cpus must be a list of CPU numbers, e.g. [1]")
         entry["cpus"] = cpus
     return entry
@@ -114,6 +125,7 @@ def _expand(value: str, profile: Profile, where: str) -> str:
                 raise UserError(f"{where}: profile {profile.name} has no field {m.group(1)}")
             node = node[part]
         return str(node)
+
     return re.sub(r"\{([\w.]+)\}", field, value)
 
 
@@ -123,13 +135,16 @@ def _override(scheme: Scheme, text: str) -> Scheme:
     for item in text.split("@"):
         key, sep, value = item.partition("=")
         if not sep or not key or not value:
-            raise UserError(f"scheme override {item!r} is malformed: use NAME@KNOB=VALUE, "
-                            f"e.g. pmr@pmr_unmap_unit_kbytes=64")
+            raise UserError(
+                f"scheme override {item!r} is malformed: use NAME@KNOB=VALUE, "
+                f"e.g. pmr@pmr_unmap_unit_kbytes=64"
+            )
         hits = [k for k in knobs if k["path"].rsplit("/", 1)[-1] == key]
         if not hits:
             names = ", ".join(k["path"].rsplit("/", 1)[-1] for k in knobs) or "none"
-            raise UserError(f"scheme {scheme.name} has no knob {key!r} to override "
-                            f"(its knobs: {names})")
+            raise UserError(
+                f"scheme {scheme.name} has no knob {key!r} to override (its knobs: {names})"
+            )
         for k in hits:
             k["value"] = value
     return dataclasses.replace(scheme, knobs=knobs)
@@ -148,8 +163,10 @@ def resolve(name: str, profile: Profile) -> Scheme:
         raise UserError(f"scheme {name!r} is malformed: use names joined by '+' (e.g. pmr+ice)")
     loaded = [_load_part(p) for p in parts]
     if all(s.modifier for s in loaded):
-        raise UserError(f"scheme {name!r} only modifies another scheme: combine it with one, "
-                        f"e.g. original+{loaded[0].name}")
+        raise UserError(
+            f"scheme {name!r} only modifies another scheme: combine it with one, "
+            f"e.g. original+{loaded[0].name}"
+        )
     knobs: list[dict] = []
     seen: dict[str, tuple[str, str]] = {}
     for s in loaded:
@@ -157,13 +174,20 @@ def resolve(name: str, profile: Profile) -> Scheme:
             value = _expand(k["value"], profile, f"scheme {s.name}")
             if k["path"] in seen and seen[k["path"]][1] != value:
                 other, v = seen[k["path"]]
-                raise UserError(f"schemes {other} and {s.name} set {k['path']} to {v} and {value}: "
-                                "they cannot be combined")
+                raise UserError(
+                    f"schemes {other} and {s.name} set {k['path']} to {v} and {value}: "
+                    "they cannot be combined"
+                )
             seen[k["path"]] = (s.name, value)
             knobs.append({"path": k["path"], "value": value})
     policies = sorted({p for s in loaded for p in s.policies})
-    return Scheme(name, " + ".join(s.description for s in loaded), knobs, policies,
-                  _united_kthreads(loaded, profile))
+    return Scheme(
+        name,
+        " + ".join(s.description for s in loaded),
+        knobs,
+        policies,
+        _united_kthreads(loaded, profile),
+    )
 
 
 def _united_kthreads(loaded: list[Scheme], profile: Profile) -> list[dict]:
@@ -173,12 +197,16 @@ def _united_kthreads(loaded: list[Scheme], profile: Profile) -> list[dict]:
     for s in loaded:
         for k in s.kthreads:
             if k["comm"] in united and united[k["comm"]][1] != k:
-                raise UserError(f"schemes {united[k['comm']][0]} and {s.name} schedule "
-                                f"{k['comm']} differently: they cannot be combined")
+                raise UserError(
+                    f"schemes {united[k['comm']][0]} and {s.name} schedule "
+                    f"{k['comm']} differently: they cannot be combined"
+                )
             bad = [c for c in k.get("cpus", []) if c >= profile.cpus]
             if bad:
-                raise UserError(f"scheme {s.name}: {k['comm']} on CPU {bad[0]}, but profile "
-                                f"{profile.name}'s guest has {profile.cpus} CPUs")
+                raise UserError(
+                    f"scheme {s.name}: {k['comm']} on CPU {bad[0]}, but profile "
+                    f"{profile.name}'s guest has {profile.cpus} CPUs"
+                )
             united[k["comm"]] = (s.name, k)
     return [k for _, k in united.values()]
 

@@ -36,18 +36,24 @@ schemes do; this is what each run's figures say about it:
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .lmkd_wakeups import lmkd_wakeups
 
-if TYPE_CHECKING:   # metrics imports this module
+if TYPE_CHECKING:  # metrics imports this module
     from .metrics import Table
 
 
-def settled_state(kills: list[dict], vmstat: Table, meminfo: Table | None,
-                  threads_cpu: Table | None = None, lmkd: Table | None = None) -> dict:
+def settled_state(
+    kills: list[dict],
+    vmstat: Table,
+    meminfo: Table | None,
+    threads_cpu: Table | None = None,
+    lmkd: Table | None = None,
+) -> dict:
     """The figures above from one run's kill events, vmstat.csv,
     meminfo.csv, threads_cpu.csv and lmkd.csv (None when the run has none)."""
     header, rows = vmstat
@@ -57,21 +63,21 @@ def settled_state(kills: list[dict], vmstat: Table, meminfo: Table | None,
     last_kill_ms = max((float(k["t_ms"]) for k in kills), default=None)
     since_ms = t_ms[0] if last_kill_ms is None else last_kill_ms
     span_s = (t_ms[-1] - since_ms) / 1000
-    rate = ((refaults[-1] - np.interp(since_ms, t_ms, refaults)) / span_s
-            if span_s > 0 else None)
-    return {"last_kill_s": None if last_kill_ms is None else last_kill_ms / 1000,
-            "file_refaults_per_s": None if rate is None else float(rate),
-            "swap_free_mb_min": swap_free_min_mb(meminfo, since_ms),
-            "swap_full_s": swap_full_s(meminfo, since_ms),
-            **work_split(since_ms, t_ms, vmstat, threads_cpu),
-            "lmkd": lmkd_wakeups(lmkd)}
+    rate = (refaults[-1] - np.interp(since_ms, t_ms, refaults)) / span_s if span_s > 0 else None
+    return {
+        "last_kill_s": None if last_kill_ms is None else last_kill_ms / 1000,
+        "file_refaults_per_s": None if rate is None else float(rate),
+        "swap_free_mb_min": swap_free_min_mb(meminfo, since_ms),
+        "swap_full_s": swap_full_s(meminfo, since_ms),
+        **work_split(since_ms, t_ms, vmstat, threads_cpu),
+        "lmkd": lmkd_wakeups(lmkd),
+    }
 
 
 PAGE_MB = 4096 / 2**20
 
 
-def work_split(since_ms: float, t_ms: np.ndarray, vmstat: Table,
-               threads_cpu: Table | None) -> dict:
+def work_split(since_ms: float, t_ms: np.ndarray, vmstat: Table, threads_cpu: Table | None) -> dict:
     """`until_last_kill` and `after_last_kill` (see the module docstring):
     each cumulative counter interpolated at `since_ms` and differenced;
     `t_ms` are vmstat's sample times."""
@@ -81,8 +87,10 @@ def work_split(since_ms: float, t_ms: np.ndarray, vmstat: Table,
         cols = [header.index(k) for k in keys]
         return np.array([sum(float(r[c]) for c in cols) for r in rows])
 
-    series = [("pages_reclaimed", t_ms, counter("pgsteal_kswapd", "pgsteal_direct"), 1.0),
-              ("pswpout_mb", t_ms, counter("pswpout"), PAGE_MB)]
+    series = [
+        ("pages_reclaimed", t_ms, counter("pgsteal_kswapd", "pgsteal_direct"), 1.0),
+        ("pswpout_mb", t_ms, counter("pswpout"), PAGE_MB),
+    ]
     cpu = reclaim_cpu_series(threads_cpu)
     until: dict = {"reclaim_cpu_s": None}
     after: dict = {"reclaim_cpu_s": None}
@@ -105,8 +113,10 @@ def reclaim_cpu_series(threads_cpu: Table | None) -> tuple[np.ndarray, np.ndarra
     if not full or len(header) < 2:
         return None
     t = header.index("t_ms")
-    return (np.array([float(r[t]) for r in full]),
-            np.array([sum(float(v) for i, v in enumerate(r) if i != t) for r in full]))
+    return (
+        np.array([float(r[t]) for r in full]),
+        np.array([sum(float(v) for i, v in enumerate(r) if i != t) for r in full]),
+    )
 
 
 def swap_free_min_mb(meminfo: Table | None, since_ms: float) -> float | None:
@@ -115,7 +125,7 @@ def swap_free_min_mb(meminfo: Table | None, since_ms: float) -> float | None:
     header, rows = meminfo
     t, free = header.index("t_ms"), header.index("swap_free_kb")
     after = [float(r[free]) for r in rows if float(r[t]) >= since_ms]
-    return min(after) / 1024 if after else None   # kB -> MB (2**20 bytes)
+    return min(after) / 1024 if after else None  # kB -> MB (2**20 bytes)
 
 
 # Swap counts as full under this share of it free
@@ -127,7 +137,9 @@ def swap_full_s(meminfo: Table | None, since_ms: float) -> float | None:
         return None
     header, rows = meminfo
     t, free, total = (header.index(k) for k in ("t_ms", "swap_free_kb", "swap_total_kb"))
-    full_ms = sum(float(b[t]) - float(a[t]) for a, b in zip(rows, rows[1:])
-                  if float(a[t]) >= since_ms
-                  and float(a[free]) < SWAP_FULL_SHARE * float(a[total]))
+    full_ms = sum(
+        float(b[t]) - float(a[t])
+        for a, b in itertools.pairwise(rows)
+        if float(a[t]) >= since_ms and float(a[free]) < SWAP_FULL_SHARE * float(a[total])
+    )
     return full_ms / 1000

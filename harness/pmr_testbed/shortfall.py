@@ -43,8 +43,13 @@ def _per(schemes: dict, scheme: str, num: str, den: str, title: str) -> str | No
 
 
 def _kswapd_goal(schemes: dict, scheme: str, base: str) -> str | None:
-    return _pair(schemes, "kswapd_rounds.reclaimed_ratio",
-                 "share of its goal a kswapd round reclaims (mean)", scheme, base)
+    return _pair(
+        schemes,
+        "kswapd_rounds.reclaimed_ratio",
+        "share of its goal a kswapd round reclaims (mean)",
+        scheme,
+        base,
+    )
 
 
 def _victims(schemes: dict, scheme: str) -> str | None:
@@ -53,8 +58,10 @@ def _victims(schemes: dict, scheme: str) -> str | None:
     target = get_path(e, "pmr.target_mb")
     if mean is None or target is None:
         return None
-    return (f"victim list ({scheme}): mean {_fmt(mean)} MB, lowest {_fmt(low)} MB, against a "
-            f"target of {_fmt(target)} MB")
+    return (
+        f"victim list ({scheme}): mean {_fmt(mean)} MB, lowest {_fmt(low)} MB, against a "
+        f"target of {_fmt(target)} MB"
+    )
 
 
 def _batches(schemes: dict, scheme: str, unit_kb: int | None) -> str | None:
@@ -62,22 +69,27 @@ def _batches(schemes: dict, scheme: str, unit_kb: int | None) -> str | None:
     if pages is None or not unit_kb:
         return None
     unit = unit_kb // PAGE_KB
-    return (f"bulk batch ({scheme}): {_fmt(pages)} pages on average against a unit of "
-            f"{unit:,} pages ({pages / unit:.0%} of it)")
+    return (
+        f"bulk batch ({scheme}): {_fmt(pages)} pages on average against a unit of "
+        f"{unit:,} pages ({pages / unit:.0%} of it)"
+    )
 
 
 def _peaks(schemes: dict, names: tuple[str, str], disk_mbps: float | None = None) -> str:
-    """"pmr 82.3 MB/s, original 125 MB/s", with shares of the disk if given."""
-    return ", ".join(f"{n} {_fmt(p)} MB/s" + (f" ({p / disk_mbps:.0%})" if disk_mbps else "")
-                     for n in names
-                     if (p := get_path(schemes.get(n, {}), "reclaim_mbps.peak")) is not None)
+    """ "pmr 82.3 MB/s, original 125 MB/s", with shares of the disk if given."""
+    return ", ".join(
+        f"{n} {_fmt(p)} MB/s" + (f" ({p / disk_mbps:.0%})" if disk_mbps else "")
+        for n in names
+        if (p := get_path(schemes.get(n, {}), "reclaim_mbps.peak")) is not None
+    )
 
 
 def _disk(schemes: dict, scheme: str, base: str, disk_mbps: float | None) -> str | None:
     if not disk_mbps:
         return None
-    return (f"peak against the disk's {_fmt(disk_mbps)} MB/s (fio): "
-            + _peaks(schemes, (scheme, base), disk_mbps))
+    return f"peak against the disk's {_fmt(disk_mbps)} MB/s (fio): " + _peaks(
+        schemes, (scheme, base), disk_mbps
+    )
 
 
 def _kill_reasons(schemes: dict, scheme: str, base: str) -> str | None:
@@ -94,8 +106,11 @@ def _settled(schemes: dict, scheme: str, base: str) -> str | None:
         rates = [r.get("settled.file_refaults_per_s") for r in reps]
         if rates:
             parts.append(f"{name} " + ", ".join(_fmt(v) for v in rates))
-    return ("file refaults per second after the last kill, per repetition: " + "; ".join(parts)
-            if parts else None)
+    return (
+        "file refaults per second after the last kill, per repetition: " + "; ".join(parts)
+        if parts
+        else None
+    )
 
 
 def _capacity(schemes: dict, base: str) -> str | None:
@@ -104,12 +119,20 @@ def _capacity(schemes: dict, base: str) -> str | None:
     if not c or c["excess_mb"] <= 0 or c["fewest_kills"] is None:
         return None
     floor = capacity_kills_floor(schemes, base)
-    return (f"the apps' anonymous footprints exceed RAM and swap by {_fmt(c['excess_mb'])} MB: "
-            f"at least {_fmt(c['fewest_kills'])} must die whatever the reclaim"
-            + (f", so no scheme's kills against {base} can go below {floor:.2f}"
-               if floor is not None else "")
-            + (f" (the OOM killer killed {_fmt(c['oom_kills'])} processes too)"
-               if c.get("oom_kills") else ""))
+    return (
+        f"the apps' anonymous footprints exceed RAM and swap by {_fmt(c['excess_mb'])} MB: "
+        f"at least {_fmt(c['fewest_kills'])} must die whatever the reclaim"
+        + (
+            f", so no scheme's kills against {base} can go below {floor:.2f}"
+            if floor is not None
+            else ""
+        )
+        + (
+            f" (the OOM killer killed {_fmt(c['oom_kills'])} processes too)"
+            if c.get("oom_kills")
+            else ""
+        )
+    )
 
 
 def _ceiling(schemes: dict, base: str, disk_mbps: float | None) -> str | None:
@@ -117,8 +140,10 @@ def _ceiling(schemes: dict, base: str, disk_mbps: float | None) -> str | None:
     peak = get_path(schemes.get(base, {}), "reclaim_mbps.peak")
     if not disk_mbps or not peak:
         return None
-    return (f"the disk caps the peak ratio against {base} at {disk_mbps / peak:.2f} "
-            f"({_fmt(disk_mbps)} MB/s over {base}'s {_fmt(peak)} MB/s)")
+    return (
+        f"the disk caps the peak ratio against {base} at {disk_mbps / peak:.2f} "
+        f"({_fmt(disk_mbps)} MB/s over {base}'s {_fmt(peak)} MB/s)"
+    )
 
 
 def _floor(schemes: dict, base: str, floor_ms: float | None) -> str | None:
@@ -126,9 +151,11 @@ def _floor(schemes: dict, base: str, floor_ms: float | None) -> str | None:
     base_ms = get_path(schemes.get(base, {}), "response_ms.mean")
     if floor_ms is None or not base_ms:
         return None
-    return (f"response mean without memory pressure (`floor`): {_fmt(floor_ms)} ms, so no "
-            f"scheme's ratio against {base} ({_fmt(base_ms)} ms) can go below "
-            f"{floor_ms / base_ms:.2f}")
+    return (
+        f"response mean without memory pressure (`floor`): {_fmt(floor_ms)} ms, so no "
+        f"scheme's ratio against {base} ({_fmt(base_ms)} ms) can go below "
+        f"{floor_ms / base_ms:.2f}"
+    )
 
 
 def _demand(schemes: dict, scheme: str, base: str, demand_mbps: float | None) -> str | None:
@@ -136,20 +163,31 @@ def _demand(schemes: dict, scheme: str, base: str, demand_mbps: float | None) ->
     if demand_mbps is None:
         return None
     base_peak = get_path(schemes.get(base, {}), "reclaim_mbps.peak")
-    return (f"the apps' fastest second of anonymous memory growth without memory pressure "
-            f"(`floor`): {_fmt(demand_mbps)} MB/s"
-            + (f", {demand_mbps / base_peak:.2f} x {base}'s peak" if base_peak else "")
-            + "; peak reclaim: " + _peaks(schemes, (scheme, base)))
+    return (
+        f"the apps' fastest second of anonymous memory growth without memory pressure "
+        f"(`floor`): {_fmt(demand_mbps)} MB/s"
+        + (f", {demand_mbps / base_peak:.2f} x {base}'s peak" if base_peak else "")
+        + "; peak reclaim: "
+        + _peaks(schemes, (scheme, base))
+    )
 
 
-def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: float | None = None,
-             unit_kb: int | None = None, floor_ms: float | None = None,
-             demand_mbps: float | None = None) -> list[str]:
+def evidence(
+    key: str,
+    scheme: str,
+    base: str,
+    schemes: dict,
+    *,
+    disk_mbps: float | None = None,
+    unit_kb: int | None = None,
+    floor_ms: float | None = None,
+    demand_mbps: float | None = None,
+) -> list[str]:
     """Bullet lines (without the bullet) for headline `key`; empty when the
     runs have none of its figures. `floor_ms` and `demand_mbps` are the
     response time and the fastest anon growth of the `floor` campaign
     (paper.py), when it ran."""
-    if base not in schemes:   # e.g. the disk: set the scheme against original
+    if base not in schemes:  # e.g. the disk: set the scheme against original
         base = "original"
     pair = lambda dotted, title: _pair(schemes, dotted, title, scheme, base)  # noqa: E731
     facts: dict[str, list[str | None]] = {
@@ -170,8 +208,10 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
             _disk(schemes, scheme, base, disk_mbps),
             _ceiling(schemes, base, disk_mbps),
             _demand(schemes, scheme, base, demand_mbps),
-            pair("kswapd_rounds.busiest_second_share",
-                 "share of its busiest second kswapd spent in reclaim rounds"),
+            pair(
+                "kswapd_rounds.busiest_second_share",
+                "share of its busiest second kswapd spent in reclaim rounds",
+            ),
             pair("reclaim_mbps.mean", "mean reclaim MB/s over writing seconds"),
             _batches(schemes, scheme, unit_kb),
             pair("swap_write_kb.mean", "mean swap write KiB"),
@@ -201,10 +241,20 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
             _settled(schemes, scheme, base),
             pair("reclaim_cpu_s.kswapd", "kswapd CPU s"),
             _one(schemes, scheme, "reclaim_cpu_s.kshrinkd", "kshrinkd CPU s"),
-            _per(schemes, scheme, "pmr.pgscan_kshrinkd", "pmr.pmr_victim_added",
-                 "pages kshrinkd scanned per victim added"),
-            _per(schemes, scheme, "pmr.pmr_victim_putback", "pmr.pmr_victim_added",
-                 "victims put back on the LRU per victim added"),
+            _per(
+                schemes,
+                scheme,
+                "pmr.pgscan_kshrinkd",
+                "pmr.pmr_victim_added",
+                "pages kshrinkd scanned per victim added",
+            ),
+            _per(
+                schemes,
+                scheme,
+                "pmr.pmr_victim_putback",
+                "pmr.pmr_victim_added",
+                "victims put back on the LRU per victim added",
+            ),
             pair("pgmajfault", "major faults"),
         ],
         "flash_writes": [
@@ -215,14 +265,27 @@ def evidence(key: str, scheme: str, base: str, schemes: dict, *, disk_mbps: floa
             pair("swap_writes_per_anon_freed", "pages written to swap per anon page reclaimed"),
             pair("swap_fate.written_not_freed_mb", "swap out MB that reclaim did not free"),
             pair("swap_fate.swap_cache_end_mb", "swap cache grown over the run MB"),
-            _one(schemes, scheme, "pmr.pmr_victim_swapin",
-                 "victims mapped again after reclaim paged them out"),
+            _one(
+                schemes,
+                scheme,
+                "pmr.pmr_victim_swapin",
+                "victims mapped again after reclaim paged them out",
+            ),
             _one(schemes, scheme, "pmr.pmr_victim_freed", "victim pages freed by their owner"),
             pair("pgmajfault", "major faults"),
-            _per(schemes, scheme, "pmr.pmr_victim_putback", "pmr.pmr_victim_added",
-                 "victims put back on the LRU per victim added"),
+            _per(
+                schemes,
+                scheme,
+                "pmr.pmr_victim_putback",
+                "pmr.pmr_victim_added",
+                "victims put back on the LRU per victim added",
+            ),
         ],
     }
-    group = {"response_time_vs_mglru": "response_time", "peak_throughput": "throughput",
-             "peak_of_disk": "throughput", "pps_reclaim_cpu": "reclaim_cpu"}.get(key, key)
+    group = {
+        "response_time_vs_mglru": "response_time",
+        "peak_throughput": "throughput",
+        "peak_of_disk": "throughput",
+        "pps_reclaim_cpu": "reclaim_cpu",
+    }.get(key, key)
     return [f for f in facts.get(group, []) if f]

@@ -33,7 +33,13 @@ def permutation_p(values: list[float], base: list[float]) -> float | None:
         return None
     if len(set(values) | set(base)) == 1:
         return 1.0
-    res = stats.permutation_test((values, base), _mean_difference, vectorized=True,
-                                 permutation_type="independent", alternative="two-sided",
-                                 n_resamples=PERMUTATIONS, rng=np.random.default_rng(SEED))
+    res = stats.permutation_test(
+        (values, base),
+        _mean_difference,
+        vectorized=True,
+        permutation_type="independent",
+        alternative="two-sided",
+        n_resamples=PERMUTATIONS,
+        rng=np.random.default_rng(SEED),
+    )
     return float(res.pvalue)

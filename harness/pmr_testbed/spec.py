@@ -19,11 +19,16 @@ DATA_SERIAL = "pmrdata"
 
 # Android lmkd defaults (system/memory/lmkd, ../shared/calibration.md).
 LMKD_DEFAULTS = {
-    "medium_some_ms": 70, "critical_full_ms": 700, "window_ms": 1000,
+    "medium_some_ms": 70,
+    "critical_full_ms": 700,
+    "window_ms": 1000,
     "perceptible_adj": 200,
-    "swap_free_low_percentage": 20, "thrashing_limit": 100,
-    "thrashing_limit_decay": 10, "kill_timeout_ms": 100,
-    "kill_heaviest_task": True, "poll_ms": 10,
+    "swap_free_low_percentage": 20,
+    "thrashing_limit": 100,
+    "thrashing_limit_decay": 10,
+    "kill_timeout_ms": 100,
+    "kill_heaviest_task": True,
+    "poll_ms": 10,
     # lmkd caps "free swap" at (free + inactive file) x this ratio, an
     # estimate made for zram; the phones here swap to flash, where free swap
     # is what it says: 0 makes lmkd use SwapFree as is.
@@ -44,7 +49,9 @@ def app_spec(app: App, profile: Profile) -> dict:
         "growth_ms": app.growth_ms,
         "fg_period_ms": app.fg_period_ms,
         "fg_churn_mb": profile.scale_mb(app.fg_churn_mb) if app.fg_churn_mb else 0,
-        "bg_touch": None if app.bg_touch is None else {
+        "bg_touch": None
+        if app.bg_touch is None
+        else {
             "period_ms": int(app.bg_touch["period_ms"]),
             "mb": profile.scale_mb(app.bg_touch["mb"]),
         },
@@ -73,9 +80,18 @@ def footprint_mb(spec: dict) -> int:
     return sum(a["anon_mb"] + a["file_mb"] for a in spec["apps"])
 
 
-def build(*, run_id: str, out_dir: Path, seed: int, scenario: Scenario, profile: Profile,
-          scheme: Scheme, work_iters_per_ms: float, slowdown: int = 1,
-          extra_trace_events: Sequence[str] = ()) -> dict:
+def build(
+    *,
+    run_id: str,
+    out_dir: Path,
+    seed: int,
+    scenario: Scenario,
+    profile: Profile,
+    scheme: Scheme,
+    work_iters_per_ms: float,
+    slowdown: int = 1,
+    extra_trace_events: Sequence[str] = (),
+) -> dict:
     """spec.json for one run; `slowdown` stretches the deadline (debug kernel),
     `extra_trace_events` are recorded beside the default ones (trace.py)."""
     return {
@@ -84,14 +100,21 @@ def build(*, run_id: str, out_dir: Path, seed: int, scenario: Scenario, profile:
         "out_dir": str(out_dir),
         "deadline_s": scenario.deadline_s * slowdown,
         "work_iters_per_ms": work_iters_per_ms,
-        "scheme": {"name": scheme.name, "knobs": scheme.knobs, "policies": scheme.policies,
-                   "kthreads": scheme.kthreads},
+        "scheme": {
+            "name": scheme.name,
+            "knobs": scheme.knobs,
+            "policies": scheme.policies,
+            "kthreads": scheme.kthreads,
+        },
         "memory": memory_settings(profile),
         "swap": {"serial": SWAP_SERIAL, "zram_mb": 0},
         "data_disk": {"serial": DATA_SERIAL},
         "lmkd": dict(LMKD_DEFAULTS),
-        "metrics": {"interval_ms": 100, "reclaim_threads": RECLAIM_THREADS,
-                    "trace_events": run_trace_events(extra_trace_events)},
+        "metrics": {
+            "interval_ms": 100,
+            "reclaim_threads": RECLAIM_THREADS,
+            "trace_events": run_trace_events(extra_trace_events),
+        },
         "scenario": {
             "name": scenario.name,
             "rounds": scenario.rounds,

@@ -58,30 +58,88 @@ NUMBERS = ("kills", "allocstall", "pgmajfault", "pswpout_mb", "cold_launches", "
 # ... and nested ones
 NESTED_NUMBERS = ("memory_stall_s.some", "memory_stall_s.full")
 # figures that may be None (no switches, no swap writes, no optional file)
-NULLABLE = ("response_ms.mean", "response_ms.p50", "response_ms.p95", "reclaim_mbps.mean",
-            "reclaim_mbps.peak", "swap_write_kb.mean", "reclaim_cpu_total",
-            "reclaim_cpu_us_per_page", "swap_writes_per_anon_freed", "anon_growth_peak_mbps")
-RATIO_FIGURES = ("response_ms.mean", "reclaim_mbps.peak", "kills", "allocstall",
-                 "memory_stall_s.some", "reclaim_cpu_total", "reclaim_cpu_us_per_page",
-                 "pswpout_mb", "settled.until_last_kill.reclaim_cpu_s",
-                 "settled.until_last_kill.pswpout_mb")
+NULLABLE = (
+    "response_ms.mean",
+    "response_ms.p50",
+    "response_ms.p95",
+    "reclaim_mbps.mean",
+    "reclaim_mbps.peak",
+    "swap_write_kb.mean",
+    "reclaim_cpu_total",
+    "reclaim_cpu_us_per_page",
+    "swap_writes_per_anon_freed",
+    "anon_growth_peak_mbps",
+)
+RATIO_FIGURES = (
+    "response_ms.mean",
+    "reclaim_mbps.peak",
+    "kills",
+    "allocstall",
+    "memory_stall_s.some",
+    "reclaim_cpu_total",
+    "reclaim_cpu_us_per_page",
+    "pswpout_mb",
+    "settled.until_last_kill.reclaim_cpu_s",
+    "settled.until_last_kill.pswpout_mb",
+)
 # per-run groups of figures, possibly nested, None where a run has none
-NESTED = ("switch_kinds", "settled", "lru_balance", "swap_fate", "pmr", "writeback", "bulk",
-          "kswapd_rounds", "host_cpu", "capacity")
+NESTED = (
+    "switch_kinds",
+    "settled",
+    "lru_balance",
+    "swap_fate",
+    "pmr",
+    "writeback",
+    "bulk",
+    "kswapd_rounds",
+    "host_cpu",
+    "capacity",
+)
 # the figures `by_rep` lists for each repetition of a scheme
-BY_REP = ("kills", "memory_stall_s.some", "settled.last_kill_s", "settled.file_refaults_per_s",
-          "settled.swap_free_mb_min", "settled.swap_full_s", "lru_balance.file_activated_share",
-          "response_ms.mean", "switch_kinds.cold.mean_ms", "switch_kinds.cold.cost.runq_ms",
-          "allocstall", "reclaim_cpu_total", "reclaim_cpu_us_per_page",
-          "settled.after_last_kill.reclaim_cpu_s", "pswpout_mb", "settled.after_last_kill.pswpout_mb",
-          "settled.lmkd.events", "settled.lmkd.evaluated", "settled.lmkd.events_after",
-          "settled.lmkd.wakeups_after", "settled.lmkd.evaluated_after", "settled.lmkd.swap_low",
-          "settled.lmkd.under_low_wmark", "settled.lmkd.swap_low_under_low_wmark",
-          "settled.lmkd.thrashing_max", "settled.lmkd.kill_reasons_without_victim")
+BY_REP = (
+    "kills",
+    "memory_stall_s.some",
+    "settled.last_kill_s",
+    "settled.file_refaults_per_s",
+    "settled.swap_free_mb_min",
+    "settled.swap_full_s",
+    "lru_balance.file_activated_share",
+    "response_ms.mean",
+    "switch_kinds.cold.mean_ms",
+    "switch_kinds.cold.cost.runq_ms",
+    "allocstall",
+    "reclaim_cpu_total",
+    "reclaim_cpu_us_per_page",
+    "settled.after_last_kill.reclaim_cpu_s",
+    "pswpout_mb",
+    "settled.after_last_kill.pswpout_mb",
+    "settled.lmkd.events",
+    "settled.lmkd.evaluated",
+    "settled.lmkd.events_after",
+    "settled.lmkd.wakeups_after",
+    "settled.lmkd.evaluated_after",
+    "settled.lmkd.swap_low",
+    "settled.lmkd.under_low_wmark",
+    "settled.lmkd.swap_low_under_low_wmark",
+    "settled.lmkd.thrashing_max",
+    "settled.lmkd.kill_reasons_without_victim",
+)
 # groups that every scheme with ok runs has, as an object or null
 OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds")
-TOP_LEVEL = ("scenario", "profile", "dilation", "kernel", "qemu", "guest", "reps", "seed",
-             "schemes", "failed_runs", "ratios", "warnings")
+TOP_LEVEL = (
+    "scenario",
+    "profile",
+    "dilation",
+    "kernel",
+    "qemu",
+    "guest",
+    "reps",
+    "seed",
+    "schemes",
+    "failed_runs",
+    "ratios",
+    "warnings",
+)
 
 
 @dataclass
@@ -106,8 +164,10 @@ def load_runs(results_dir: Path, campaign: dict) -> tuple[dict[str, list[Run]], 
     failed: list[dict] = []
     for entry in campaign["runs"]:
         if entry["scheme"] not in ok:
-            raise UserError(f"campaign.json: run {entry['dir']} has scheme "
-                            f"{entry['scheme']!r}, which is not in its scheme list")
+            raise UserError(
+                f"campaign.json: run {entry['dir']} has scheme "
+                f"{entry['scheme']!r}, which is not in its scheme list"
+            )
         failure = {"scheme": entry["scheme"], "rep": entry["rep"], "error": entry.get("error")}
         if entry["status"] != "ok":
             failed.append(failure)
@@ -205,8 +265,10 @@ def scheme_entry(runs: list[Run]) -> dict:
     for group in OPTIONAL_GROUPS:
         entry.setdefault(group, None)
     entry["swap_write_kb"]["hist"] = summed_hist(runs)
-    entry["by_rep"] = [{"rep": r.rep, **{d: fig.get(tuple(d.split("."))) for d in BY_REP}}
-                       for r, fig in zip(runs, per_run)]
+    entry["by_rep"] = [
+        {"rep": r.rep, **{d: fig.get(tuple(d.split("."))) for d in BY_REP}}
+        for r, fig in zip(runs, per_run)
+    ]
     if spread:
         entry["spread"] = spread
     return entry
@@ -228,20 +290,28 @@ def scheme_ratios(entry: dict, base_entry: dict, runs: list[Run], base_runs: lis
     for dotted in RATIO_FIGURES:
         ratios[dotted] = _ratio(get_path(entry, dotted), get_path(base_entry, dotted))
         path = tuple(dotted.split("."))
-        per_pair = [r for r in (_ratio(f.get(path), b.get(path)) for f, b in pairs)
-                    if r is not None]
+        per_pair = [
+            r for r in (_ratio(f.get(path), b.get(path)) for f, b in pairs) if r is not None
+        ]
         if len(per_pair) >= 2:
-            spread[dotted] = {"min": min(per_pair), "max": max(per_pair),
-                              "median": statistics.median(per_pair), "pairs": len(per_pair)}
-        p_value[dotted] = permutation_p([v for f in figures if (v := f.get(path)) is not None],
-                                        [v for f in base_figures if (v := f.get(path)) is not None])
+            spread[dotted] = {
+                "min": min(per_pair),
+                "max": max(per_pair),
+                "median": statistics.median(per_pair),
+                "pairs": len(per_pair),
+            }
+        p_value[dotted] = permutation_p(
+            [v for f in figures if (v := f.get(path)) is not None],
+            [v for f in base_figures if (v := f.get(path)) is not None],
+        )
     ratios["spread"] = spread
     ratios["p_value"] = p_value
     return ratios
 
 
-def run_warnings(ok: dict[str, list[Run]], failed: list[dict], reps: int,
-                 extra_trace_events: Sequence[str] = ()) -> list[str]:
+def run_warnings(
+    ok: dict[str, list[Run]], failed: list[dict], reps: int, extra_trace_events: Sequence[str] = ()
+) -> list[str]:
     """What the report warns of: schemes short of runs, runs short of files or
     of trace events, among them the events `pmrtb run --trace-event` asked
     for that the kernel lacks."""
@@ -256,11 +326,15 @@ def run_warnings(ok: dict[str, list[Run]], failed: list[dict], reps: int,
             if r.metrics.missing:
                 warnings.append(f"{scheme} rep {r.rep}: missing {', '.join(r.metrics.missing)}")
             if r.metrics.trace_overrun:
-                warnings.append(f"{scheme} rep {r.rep}: the trace lost {r.metrics.trace_overrun}"
-                                " events (ring buffer overrun)")
+                warnings.append(
+                    f"{scheme} rep {r.rep}: the trace lost {r.metrics.trace_overrun}"
+                    " events (ring buffer overrun)"
+                )
             if lacking := [e for e in extra_trace_events if e in r.metrics.trace_missing]:
-                warnings.append(f"{scheme} rep {r.rep}: the kernel has no {', '.join(lacking)}"
-                                " (--trace-event): not recorded")
+                warnings.append(
+                    f"{scheme} rep {r.rep}: the kernel has no {', '.join(lacking)}"
+                    " (--trace-event): not recorded"
+                )
     return warnings
 
 
@@ -268,15 +342,21 @@ def summarize(campaign: dict, ok: dict[str, list[Run]], failed: list[dict]) -> d
     schemes = {name: scheme_entry(runs) for name, runs in ok.items()}
     ratios = {}
     if ok.get(BASELINE):
-        ratios = {name: scheme_ratios(schemes[name], schemes[BASELINE], runs, ok[BASELINE])
-                  for name, runs in ok.items() if name != BASELINE and runs}
+        ratios = {
+            name: scheme_ratios(schemes[name], schemes[BASELINE], runs, ok[BASELINE])
+            for name, runs in ok.items()
+            if name != BASELINE and runs
+        }
     kernel = campaign["kernel"]
     return {
         "scenario": campaign["scenario"],
         "profile": campaign["profile"],
         "dilation": campaign["dilation"],
-        "kernel": {"version": kernel["version"], "series": kernel["series"],
-                   "flavour": kernel.get("flavour")},
+        "kernel": {
+            "version": kernel["version"],
+            "series": kernel["series"],
+            "flavour": kernel.get("flavour"),
+        },
         "qemu": campaign["qemu"],
         "swap_bandwidth": campaign.get("swap_bandwidth"),  # swap_bandwidth.py; None before it ran
         "guest": campaign["guest"],
@@ -285,10 +365,13 @@ def summarize(campaign: dict, ok: dict[str, list[Run]], failed: list[dict]) -> d
         "schemes": schemes,
         "failed_runs": failed,
         "ratios": ratios,
-        "fitting": fitting_summary({name: [(r.rep, run_figures(r.metrics)) for r in runs]
-                                    for name, runs in ok.items()}, BASELINE),
-        "warnings": run_warnings(ok, failed, campaign["reps"],
-                                 campaign.get("extra_trace_events", [])),
+        "fitting": fitting_summary(
+            {name: [(r.rep, run_figures(r.metrics)) for r in runs] for name, runs in ok.items()},
+            BASELINE,
+        ),
+        "warnings": run_warnings(
+            ok, failed, campaign["reps"], campaign.get("extra_trace_events", [])
+        ),
     }
 
 
@@ -321,8 +404,11 @@ def _scheme_problems(name: str, entry) -> list[str]:
     if entry["runs"] == 0:
         extra = sorted(set(entry) - {"runs"})
         return [f"{where}: no ok runs but has figures {extra}"] if extra else []
-    problems = [f"{where}.{k}: missing or not a number"
-                for k in (*NUMBERS, *NESTED_NUMBERS) if not _is_number(get_path(entry, k))]
+    problems = [
+        f"{where}.{k}: missing or not a number"
+        for k in (*NUMBERS, *NESTED_NUMBERS)
+        if not _is_number(get_path(entry, k))
+    ]
     for dotted in NULLABLE:
         parent, _, key = dotted.rpartition(".")
         container = get_path(entry, parent) if parent else entry
@@ -335,8 +421,11 @@ def _scheme_problems(name: str, entry) -> list[str]:
             problems.append(f"{where}.{key}: not an object or null")
     problems += [f"{where}.{key}: missing" for key in OPTIONAL_GROUPS if key not in entry]
     by_rep = entry.get("by_rep")
-    if not isinstance(by_rep, list) or len(by_rep) != entry["runs"] \
-            or not all(isinstance(row, dict) and _is_number(row.get("rep")) for row in by_rep):
+    if (
+        not isinstance(by_rep, list)
+        or len(by_rep) != entry["runs"]
+        or not all(isinstance(row, dict) and _is_number(row.get("rep")) for row in by_rep)
+    ):
         problems.append(f"{where}.by_rep: needs one object with a rep number per run")
     for dotted, mm in entry.get("spread", {}).items():
         if not (_is_number(mm.get("min")) and _is_number(mm.get("max")) and mm["min"] <= mm["max"]):
@@ -358,8 +447,10 @@ def validate_summary(d: dict) -> list[str]:
     for f in d.get("failed_runs", []):
         if not {"scheme", "rep", "error"} <= set(f):
             problems.append(f"failed_runs: entry {f} needs scheme, rep and error")
-    if "fitting" in d and not (isinstance(d["fitting"], dict)    # absent before it
-                               and isinstance(d["fitting"].get("schemes"), dict)):
+    if "fitting" in d and not (
+        isinstance(d["fitting"], dict)  # absent before it
+        and isinstance(d["fitting"].get("schemes"), dict)
+    ):
         problems.append("fitting: needs an object with schemes")
     for name, ratios in d.get("ratios", {}).items():
         if name not in schemes or name == BASELINE:

@@ -23,6 +23,7 @@ import json
 import shlex
 import shutil
 from pathlib import Path
+from typing import Any
 
 from . import guest, guest_setup, kernel, spec
 from .errors import GuestError
@@ -30,10 +31,27 @@ from .metrics import MB
 from .profiles import Profile
 
 # the fio job (command line options without the leading --)
-FIO_JOB = {"rw": "write", "bs": "1M", "iodepth": 16, "ioengine": "libaio", "direct": 1,
-           "ramp_time": 2, "runtime": 10, "time_based": 1}
-FIO_JOB_4K = {"rw": "randwrite", "bs": "4k", "iodepth": 32, "ioengine": "libaio", "direct": 1,
-              "ramp_time": 1, "runtime": 5, "time_based": 1, "stonewall": 1}
+FIO_JOB = {
+    "rw": "write",
+    "bs": "1M",
+    "iodepth": 16,
+    "ioengine": "libaio",
+    "direct": 1,
+    "ramp_time": 2,
+    "runtime": 10,
+    "time_based": 1,
+}
+FIO_JOB_4K = {
+    "rw": "randwrite",
+    "bs": "4k",
+    "iodepth": 32,
+    "ioengine": "libaio",
+    "direct": 1,
+    "ramp_time": 1,
+    "runtime": 5,
+    "time_based": 1,
+    "stonewall": 1,
+}
 DEADLINE_S = 90
 
 
@@ -42,12 +60,14 @@ def guest_command(serial: str, output: Path) -> str:
     does, /sys/block/vd*/serial) and run fio on it."""
     job = " ".join(f"--{k}={v}" for k, v in FIO_JOB.items())
     job_4k = " ".join(f"--{k}={v}" for k, v in FIO_JOB_4K.items())
-    script = (f'dev=; for d in /sys/block/vd*; do '
-              f'[ "$(cat "$d/serial" 2>/dev/null)" = {shlex.quote(serial)} ] && dev=/dev/${{d##*/}}; '
-              f'done; [ -n "$dev" ] || {{ echo "pmr-swap-bandwidth: no disk {serial}" >&2; exit 1; }}; '
-              f'exec fio --name=swap-write --filename="$dev" {job} '
-              f'--name=swap-randwrite-4k --filename="$dev" {job_4k} '
-              f'--output-format=json --output={shlex.quote(str(output))}')
+    script = (
+        f"dev=; for d in /sys/block/vd*; do "
+        f'[ "$(cat "$d/serial" 2>/dev/null)" = {shlex.quote(serial)} ] && dev=/dev/${{d##*/}}; '
+        f'done; [ -n "$dev" ] || {{ echo "pmr-swap-bandwidth: no disk {serial}" >&2; exit 1; }}; '
+        f'exec fio --name=swap-write --filename="$dev" {job} '
+        f'--name=swap-randwrite-4k --filename="$dev" {job_4k} '
+        f"--output-format=json --output={shlex.quote(str(output))}"
+    )
     return "sh -c " + shlex.quote(script)
 
 
@@ -75,20 +95,31 @@ def measure(out: Path, profile: Profile, machine: guest_setup.Machine, disks: Pa
     work = out / "swap_bandwidth"
     work.mkdir(parents=True, exist_ok=True)
     swap = guest_setup.swap_disk(profile, machine.limits, disks)
-    result = {"write_mbps": None, "rand_write_4k_iops": None, "fio": dict(FIO_JOB),
-              "fio_4k": dict(FIO_JOB_4K), "error": None}
+    result: dict[str, Any] = {
+        "write_mbps": None,
+        "rand_write_4k_iops": None,
+        "fio": dict(FIO_JOB),
+        "fio_4k": dict(FIO_JOB_4K),
+        "error": None,
+    }
     try:
         guest.create_disk(swap)
-        res = guest.boot(machine.image.bzimage,
-                         exec_cmd=guest_command(spec.SWAP_SERIAL, work / "fio.json"),
-                         console_path=work / "console.log",
-                         deadline_s=DEADLINE_S * kernel.SLOWDOWN[machine.image.flavour],
-                         ram_mb=profile.guest_ram_mb, cpus=profile.cpus, accel=machine.accel,
-                         rwdirs=[work], disks=[swap],
-                         append=kernel.BOOT_ARGS[machine.image.flavour])
+        res = guest.boot(
+            machine.image.bzimage,
+            exec_cmd=guest_command(spec.SWAP_SERIAL, work / "fio.json"),
+            console_path=work / "console.log",
+            deadline_s=DEADLINE_S * kernel.SLOWDOWN[machine.image.flavour],
+            ram_mb=profile.guest_ram_mb,
+            cpus=profile.cpus,
+            accel=machine.accel,
+            rwdirs=[work],
+            disks=[swap],
+            append=kernel.BOOT_ARGS[machine.image.flavour],
+        )
         if res.returncode != 0:
-            raise GuestError(f"fio exited with status {res.returncode} "
-                             f"(console: {work / 'console.log'})")
+            raise GuestError(
+                f"fio exited with status {res.returncode} (console: {work / 'console.log'})"
+            )
         text = (work / "fio.json").read_text()
         result["write_mbps"] = parse_fio(text)
         result["rand_write_4k_iops"] = parse_fio_4k_iops(text)

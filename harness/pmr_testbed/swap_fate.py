@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:   # metrics imports this module
+if TYPE_CHECKING:  # metrics imports this module
     from .metrics import Table
 
 PAGE_MB = 4096 / 2**20
@@ -43,8 +43,10 @@ def swap_fate(vmstat: Table) -> dict | None:
     col = {k: header.index(k) for k in COUNTERS}
     delta = {c: (int(rows[-1][col[c]]) - int(rows[0][col[c]])) * PAGE_MB for c in COUNTERS}
     not_freed = delta["pswpout"] - delta["pgsteal_anon"]
-    return {"written_mb": delta["pswpout"],
-            "anon_freed_mb": delta["pgsteal_anon"],
-            "written_not_freed_mb": not_freed,
-            "swap_cache_end_mb": delta["nr_swapcached"],
-            "dropped_mb": not_freed - delta["nr_swapcached"]}
+    return {
+        "written_mb": delta["pswpout"],
+        "anon_freed_mb": delta["pgsteal_anon"],
+        "written_not_freed_mb": not_freed,
+        "swap_cache_end_mb": delta["nr_swapcached"],
+        "dropped_mb": not_freed - delta["nr_swapcached"],
+    }

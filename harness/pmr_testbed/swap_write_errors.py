@@ -68,23 +68,29 @@ def check(console: str, swap_dev: str | None, region: ErrorRegion) -> dict:
         "outside_region": outside[:SECTORS_KEPT],
         "region": region.as_dict(),
     }
-    where = (f"injected at sectors {region.first_sector}-{region.end_sector - 1}"
-             + (f"; {len(outside)} logged sector(s) outside it, first {outside[0]}"
-                if outside else ""))
+    where = f"injected at sectors {region.first_sector}-{region.end_sector - 1}" + (
+        f"; {len(outside)} logged sector(s) outside it, first {outside[0]}" if outside else ""
+    )
     dev = swap_dev or "the swap disk"
     if swap_sectors:
         status = "pass"
-        detail = (f"the swap layer logged {len(swap_sectors)} write error(s) "
-                  f"(+{suppressed['end_swap_bio_write']} rate-limited), the block layer "
-                  f"{len(block_sectors)} failed write(s) on {dev} "
-                  f"(+{suppressed['blk_print_req_error']}); {where}")
+        detail = (
+            f"the swap layer logged {len(swap_sectors)} write error(s) "
+            f"(+{suppressed['end_swap_bio_write']} rate-limited), the block layer "
+            f"{len(block_sectors)} failed write(s) on {dev} "
+            f"(+{suppressed['blk_print_req_error']}); {where}"
+        )
     elif block_sectors:
         status = "fail"
-        detail = (f"{len(block_sectors)} write(s) failed on {dev} but the swap layer logged no "
-                  f"'Write-error on swap-device': the failures did not go through its error "
-                  f"path; {where}")
+        detail = (
+            f"{len(block_sectors)} write(s) failed on {dev} but the swap layer logged no "
+            f"'Write-error on swap-device': the failures did not go through its error "
+            f"path; {where}"
+        )
     else:
         status = "fail"
-        detail = (f"no swap write error on the console: the run never wrote to the failing "
-                  f"region ({where}) or QEMU did not inject the errors")
+        detail = (
+            f"no swap write error on the console: the run never wrote to the failing "
+            f"region ({where}) or QEMU did not inject the errors"
+        )
     return {"name": NAME, "status": status, "detail": detail, "figures": figures}

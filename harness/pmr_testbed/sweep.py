@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True)
 class Part:
     """One `+`-joined part of a scheme name: base name and overrides in order."""
@@ -69,7 +70,8 @@ def _render(parts: list[Part], skip: tuple[int, str] | None = None) -> str:
     not matter) and leaving out override `skip` = (part index, key)."""
     return "+".join(
         p.base + "".join(f"@{k}={v}" for k, v in sorted(p.overrides) if (i, k) != skip)
-        for i, p in enumerate(parts))
+        for i, p in enumerate(parts)
+    )
 
 
 def find_sweeps(names: list[str]) -> list[Sweep]:
@@ -88,9 +90,12 @@ def find_sweeps(names: list[str]) -> list[Sweep]:
             for key, value in dict(part.overrides).items():
                 signature = (key, i, _render(parts, (i, key)))
                 groups.setdefault(signature, []).append((_number(value), name))
-    return [Sweep(key, label, tuple(sorted(members)))
-            for (key, _, label), members in groups.items()
-            if len(members) >= 2 and all(v is not None for v, _ in members)]
+    return [
+        Sweep(key, label, tuple(sorted(numbers)))
+        for (key, _, label), members in groups.items()
+        if len(members) >= 2
+        and len(numbers := [(v, n) for v, n in members if v is not None]) == len(members)
+    ]
 
 
 def unit(key: str) -> str:

@@ -24,8 +24,10 @@ def find(directory: Path, name: str, kind: str) -> Path:
     path = directory / f"{name}.toml"
     if not path.exists():
         choices = ", ".join(sorted(p.stem for p in directory.glob("*.toml"))) or "none"
-        raise UserError(f"unknown {kind} {name!r}: choose one of {choices} "
-                        f"(or add {directory.name}/{name}.toml)")
+        raise UserError(
+            f"unknown {kind} {name!r}: choose one of {choices} "
+            f"(or add {directory.name}/{name}.toml)"
+        )
     return path
 
 

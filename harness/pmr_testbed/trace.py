@@ -50,8 +50,10 @@ def extra_trace_events(names: Sequence[str]) -> list[str]:
     GROUP/NAME."""
     for name in names:
         if not _EVENT_NAME.fullmatch(name):
-            raise UserError(f"--trace-event {name!r}: give a tracepoint as GROUP/NAME, as under "
-                            "/sys/kernel/tracing/events, e.g. vmscan/mm_vmscan_lru_isolate")
+            raise UserError(
+                f"--trace-event {name!r}: give a tracepoint as GROUP/NAME, as under "
+                "/sys/kernel/tracing/events, e.g. vmscan/mm_vmscan_lru_isolate"
+            )
     return sorted(set(names) - set(TRACE_EVENTS))
 
 
@@ -60,8 +62,10 @@ def run_trace_events(extra: Sequence[str] = ()) -> list[str]:
     return TRACE_EVENTS + extra_trace_events(extra)
 
 
-_EVENT = re.compile(r"^\s*(?P<task>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+\S*\s*"
-                    r"(?P<ts>\d+\.\d+):\s+(?P<name>\w+):\s?(?P<rest>.*)$")
+_EVENT = re.compile(
+    r"^\s*(?P<task>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+\S*\s*"
+    r"(?P<ts>\d+\.\d+):\s+(?P<name>\w+):\s?(?P<rest>.*)$"
+)
 _FIELD = re.compile(r"(\w+)=(\S+)")
 
 
@@ -69,8 +73,8 @@ _FIELD = re.compile(r"(\w+)=(\S+)")
 class TraceEvent:
     t_s: float
     name: str
-    task: str    # comm as ftrace printed it (`<...>` when it was not cached)
-    pid: int     # the emitting thread's pid: tells tasks apart, the comm may not
+    task: str  # comm as ftrace printed it (`<...>` when it was not cached)
+    pid: int  # the emitting thread's pid: tells tasks apart, the comm may not
     fields: dict[str, int | str]
 
 
@@ -103,9 +107,15 @@ def parse_trace(text: str) -> Trace:
             trace.overrun = int(line.split("=", 1)[1])
         elif not line.startswith("#") and (m := _EVENT.match(line)):
             fields = {k: _value(v) for k, v in _FIELD.findall(m["rest"])}
-            trace.events.append(TraceEvent(t_s=float(m["ts"]) - (start or 0.0),
-                                           name=m["name"], task=m["task"].strip(),
-                                           pid=int(m["pid"]), fields=fields))
+            trace.events.append(
+                TraceEvent(
+                    t_s=float(m["ts"]) - (start or 0.0),
+                    name=m["name"],
+                    task=m["task"].strip(),
+                    pid=int(m["pid"]),
+                    fields=fields,
+                )
+            )
     if start is None and trace.events:
         raise ValueError("trace has events but no '# start_mono_s=' line")
     return trace
@@ -127,11 +137,16 @@ def kshrinkd_rounds(trace: Trace) -> dict | None:
     if not rounds:
         return None
     targets = sorted(int(e.fields["target"]) for e in rounds)
-    fills = sorted(int(e.fields["nr_added"]) / int(e.fields["nr_to_shrink"])
-                   for e in rounds if int(e.fields["nr_to_shrink"]) > 0)
-    return {"rounds": len(rounds),
-            "added": sum(int(e.fields["nr_added"]) for e in rounds),
-            "scanned": sum(int(e.fields["nr_scanned"]) for e in rounds),
-            "target_pages": targets[len(targets) // 2],
-            "target_max_pages": targets[-1],
-            "fill": {"median": fills[len(fills) // 2], "max": fills[-1]} if fills else None}
+    fills = sorted(
+        int(e.fields["nr_added"]) / int(e.fields["nr_to_shrink"])
+        for e in rounds
+        if int(e.fields["nr_to_shrink"]) > 0
+    )
+    return {
+        "rounds": len(rounds),
+        "added": sum(int(e.fields["nr_added"]) for e in rounds),
+        "scanned": sum(int(e.fields["nr_scanned"]) for e in rounds),
+        "target_pages": targets[len(targets) // 2],
+        "target_max_pages": targets[-1],
+        "fill": {"median": fills[len(fills) // 2], "max": fills[-1]} if fills else None,
+    }

@@ -41,13 +41,13 @@ import numpy as np
 
 from .trace import Trace
 
-if TYPE_CHECKING:   # metrics imports this module
+if TYPE_CHECKING:  # metrics imports this module
     from .metrics import Table
 
 WRITEBACK_EVENT = "mm_vmscan_writeback_time"
 BATCH_EVENT = "mm_vmscan_pmr_batch"
 BULK_COUNTERS = ("pmr_batch", "pmr_batch_pages", "pmr_batch_pageout", "pmr_batch_unmap_us")
-UNMAP_WINDOW_PAGES = 256   # 1 MB of 4 kB pages
+UNMAP_WINDOW_PAGES = 256  # 1 MB of 4 kB pages
 
 
 def _percentiles(values: list[float], which: tuple[int, ...]) -> dict[str, float | None]:
@@ -64,8 +64,11 @@ def unmap_us_per_page(trace: Trace | None) -> list[float]:
     report plots."""
     if trace is None:
         return []
-    return [int(e.fields["unmap_ns"]) / int(e.fields["nr_unmap"]) / 1000
-            for e in trace.named(WRITEBACK_EVENT) if int(e.fields["nr_unmap"]) > 0]
+    return [
+        int(e.fields["unmap_ns"]) / int(e.fields["nr_unmap"]) / 1000
+        for e in trace.named(WRITEBACK_EVENT)
+        if int(e.fields["nr_unmap"]) > 0
+    ]
 
 
 def unmap_window_us_per_page(trace: Trace | None) -> list[float]:
@@ -100,19 +103,24 @@ def writeback_figures(trace: Trace | None) -> dict | None:
     events = trace.named(WRITEBACK_EVENT) if trace else []
     if not events:
         return None
-    pageout = [int(e.fields["pageout_ns"]) / int(e.fields["nr_pageout"]) / 1000
-               for e in events if int(e.fields["nr_pageout"]) > 0]
+    pageout = [
+        int(e.fields["pageout_ns"]) / int(e.fields["nr_pageout"]) / 1000
+        for e in events
+        if int(e.fields["nr_pageout"]) > 0
+    ]
     unmap_s = sum(int(e.fields["unmap_ns"]) for e in events) / 1e9
     pageout_s = sum(int(e.fields["pageout_ns"]) for e in events) / 1e9
     tried = sum(int(e.fields["nr_unmap"]) for e in events)
     total = unmap_s + pageout_s
-    return {"unmap_us_per_page": _percentiles(unmap_us_per_page(trace), (5, 50, 95)),
-            "unmap_us_per_page_mean": unmap_s * 1e6 / tried if tried else None,
-            "unmap_window_us_per_page": _percentiles(unmap_window_us_per_page(trace),
-                                                     (50, 90, 99)),
-            "pageout_us_per_page": _percentiles(pageout, (50, 95)),
-            "unmap_s": unmap_s, "pageout_s": pageout_s,
-            "unmap_share": unmap_s / total if total else None}
+    return {
+        "unmap_us_per_page": _percentiles(unmap_us_per_page(trace), (5, 50, 95)),
+        "unmap_us_per_page_mean": unmap_s * 1e6 / tried if tried else None,
+        "unmap_window_us_per_page": _percentiles(unmap_window_us_per_page(trace), (50, 90, 99)),
+        "pageout_us_per_page": _percentiles(pageout, (50, 95)),
+        "unmap_s": unmap_s,
+        "pageout_s": pageout_s,
+        "unmap_share": unmap_s / total if total else None,
+    }
 
 
 def _bulk_from_trace(batches: list) -> dict:
@@ -120,13 +128,18 @@ def _bulk_from_trace(batches: list) -> dict:
     unmap_ns = sum(int(e.fields["unmap_ns"]) for e in batches)
     # unmap_ns is the whole first pass (checks, rmap walk, swap slots,
     # unmapping, TLB flush), nr_pages the pages taken
-    per_page = [int(e.fields["unmap_ns"]) / int(e.fields["nr_pages"]) / 1000
-                for e in batches if int(e.fields["nr_pages"]) > 0]
-    return {"batches": len(batches),
-            "pages_per_batch_mean": pages / len(batches),
-            "pageout_pages": sum(int(e.fields["nr_pageout"]) for e in batches),
-            "first_pass_us_per_page_p50": _percentiles(per_page, (50,))["p50"],
-            "first_pass_us_per_page_mean": unmap_ns / pages / 1000 if pages else None}
+    per_page = [
+        int(e.fields["unmap_ns"]) / int(e.fields["nr_pages"]) / 1000
+        for e in batches
+        if int(e.fields["nr_pages"]) > 0
+    ]
+    return {
+        "batches": len(batches),
+        "pages_per_batch_mean": pages / len(batches),
+        "pageout_pages": sum(int(e.fields["nr_pageout"]) for e in batches),
+        "first_pass_us_per_page_p50": _percentiles(per_page, (50,))["p50"],
+        "first_pass_us_per_page_mean": unmap_ns / pages / 1000 if pages else None,
+    }
 
 
 def _bulk_from_vmstat(vmstat: Table) -> dict | None:
@@ -136,11 +149,13 @@ def _bulk_from_vmstat(vmstat: Table) -> dict | None:
     col = {k: header.index(k) for k in BULK_COUNTERS}
     d = {k: int(rows[-1][col[k]]) - int(rows[0][col[k]]) for k in BULK_COUNTERS}
     batches, pages = d["pmr_batch"], d["pmr_batch_pages"]
-    return {"batches": batches,
-            "pages_per_batch_mean": pages / batches if batches else None,
-            "pageout_pages": d["pmr_batch_pageout"],
-            "first_pass_us_per_page_p50": None,
-            "first_pass_us_per_page_mean": d["pmr_batch_unmap_us"] / pages if pages else None}
+    return {
+        "batches": batches,
+        "pages_per_batch_mean": pages / batches if batches else None,
+        "pageout_pages": d["pmr_batch_pageout"],
+        "first_pass_us_per_page_p50": None,
+        "first_pass_us_per_page_mean": d["pmr_batch_unmap_us"] / pages if pages else None,
+    }
 
 
 def bulk_figures(trace: Trace | None, vmstat: Table) -> dict | None:

@@ -75,7 +75,7 @@ pub fn plan(seed: u64, scenario: &Scenario) -> Vec<PlannedSwitch> {
             let then_use = scenario
                 .background_use
                 .as_ref()
-                .filter(|u| (switches.len() as u32 + 1) % u.every == 0)
+                .filter(|u| (switches.len() as u32 + 1).is_multiple_of(u.every))
                 .map(|u| {
                     if use_queue.is_empty() {
                         use_queue = u.apps.clone();

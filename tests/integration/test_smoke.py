@@ -34,9 +34,26 @@ pytestmark = pytest.mark.integration
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("smoke") / "results"
     res = subprocess.run(
-        [sys.executable, "-m", "pmr_testbed.cli", "run", "--scenario", "smoke", "--profile",
-         "pixel5", "--schemes", ",".join(SCHEMES), "--reps", "1", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "pmr_testbed.cli",
+            "run",
+            "--scenario",
+            "smoke",
+            "--profile",
+            "pixel5",
+            "--schemes",
+            ",".join(SCHEMES),
+            "--reps",
+            "1",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, f"pmrtb run failed:\n{res.stderr[-4000:]}"
     return out
 
@@ -125,17 +142,19 @@ def test_every_victim_is_accounted_for(results, scheme):
     kept on the lists after pageout count in none of them. The victims their
     owner freed are some of those put back (patch 27)."""
     run_dir = results / "runs" / f"{scheme}-r1"
-    flow = (_vmstat_delta(run_dir, "pmr_victim_added")
-            - _vmstat_delta(run_dir, "pmr_victim_reclaimed")
-            - _vmstat_delta(run_dir, "pmr_victim_putback"))
+    flow = (
+        _vmstat_delta(run_dir, "pmr_victim_added")
+        - _vmstat_delta(run_dir, "pmr_victim_reclaimed")
+        - _vmstat_delta(run_dir, "pmr_victim_putback")
+    )
     assert _vmstat_delta(run_dir, "pmr_victim_added") > 0
-    isolated = _vmstat_last(run_dir, "nr_isolated_anon") + _vmstat_last(run_dir,
-                                                                       "nr_isolated_file")
+    isolated = _vmstat_last(run_dir, "nr_isolated_anon") + _vmstat_last(run_dir, "nr_isolated_file")
     pages = victim_pages(read_table(run_dir / "vmstat.csv"))
     assert pages is not None, "the kernel has no victim lists"
     assert abs(flow - (pages[-1] - pages[0])) <= 256 + isolated
-    assert (_vmstat_delta(run_dir, "pmr_victim_freed")
-            <= _vmstat_delta(run_dir, "pmr_victim_putback"))
+    assert _vmstat_delta(run_dir, "pmr_victim_freed") <= _vmstat_delta(
+        run_dir, "pmr_victim_putback"
+    )
 
 
 def test_pmr_wrote_victims_back_in_bulk(results):
@@ -172,8 +191,9 @@ def test_original_left_pmr_off(results):
 def test_pmr_kunit_suite_passed_at_boot(results, scheme):
     console = (results / "runs" / f"{scheme}-r1" / "console.log").read_text(errors="replace")
     stamp = r"^(\[[ \d.]+\])?\s*"  # the kernel log's timestamp
-    assert re.search(stamp + r"# pmr: pass:[1-9]\d* fail:0 ", console, re.M), \
+    assert re.search(stamp + r"# pmr: pass:[1-9]\d* fail:0 ", console, re.M), (
         "the pmr KUnit suite did not run or did not pass"
+    )
     assert re.search(stamp + r"ok \d+ (- )?pmr\s*$", console, re.M)
     assert not re.search(stamp + r"not ok ", console, re.M)
 
@@ -203,8 +223,7 @@ def test_flash_calibrated_and_reclaim_measured_at_max_rate(results):
     cal = c["flash_calibration"]
     assert cal["reclaim_ceiling_mbps"] > 5 and cal["phone_peak_reclaim_mbps"] == 126
     # the phone's 378 MB/s of 4 KiB writes, scaled (flash_scale is rounded to 4 places)
-    assert c["qemu"]["swap_iops_write"] == pytest.approx(378 * 256 * cal["flash_scale"],
-                                                         rel=1e-3)
+    assert c["qemu"]["swap_iops_write"] == pytest.approx(378 * 256 * cal["flash_scale"], rel=1e-3)
     bw = c["swap_bandwidth"]
     assert bw["error"] is None and bw["write_mbps"] > 0 and bw["rand_write_4k_iops"] > 0
     mr = c["max_rate"]
@@ -215,8 +234,13 @@ def test_flash_calibrated_and_reclaim_measured_at_max_rate(results):
 def test_regime_written_with_its_six_checks(results):
     regime = json.loads((results / "regime.json").read_text())
     assert [c["name"] for c in regime["checks"]] == [
-        "peak_over_fio", "reclaim_limited", "demand_over_reclaim", "sustained_kills",
-        "relaunch_share", "cold_over_warm"]
+        "peak_over_fio",
+        "reclaim_limited",
+        "demand_over_reclaim",
+        "sustained_kills",
+        "relaunch_share",
+        "cold_over_warm",
+    ]
     by_name = {c["name"]: c for c in regime["checks"]}
     # measured from this campaign alone: fio and max_rate are here, floor is not
     assert by_name["peak_over_fio"]["value"] is not None

@@ -18,8 +18,13 @@ def test_region_is_past_the_swap_header_and_inside_the_disk():
     r = blkdebug.region_for(2320)
     assert r.first_sector == 64 * 2**20 // 512 and r.end_sector == 66 * 2**20 // 512
     assert r.pages == 512 and r.first_page > 0
-    assert r.as_dict() == {"first_sector": 131072, "end_sector": 135168, "pages": 512,
-                           "mb": 2.0, "errno": 5}
+    assert r.as_dict() == {
+        "first_sector": 131072,
+        "end_sector": 135168,
+        "pages": 512,
+        "mb": 2.0,
+        "errno": 5,
+    }
     with pytest.raises(UserError, match="too small for write errors"):
         blkdebug.region_for(100)
 
@@ -31,8 +36,13 @@ def test_config_has_one_always_armed_eio_write_rule_per_page():
     assert len(rules) == 3
     for i, rule in enumerate(rules):
         keys = dict(re.findall(r'^(\w+) = "([^"]*)"$', rule, re.M))
-        assert keys == {"event": "write_aio", "iotype": "write", "errno": "5",
-                        "sector": str((10 + i) * 8), "once": "off"}
+        assert keys == {
+            "event": "write_aio",
+            "iotype": "write",
+            "errno": "5",
+            "sector": str((10 + i) * 8),
+            "once": "off",
+        }
     assert text.startswith("# ") and "sectors 80-103 fail with EIO" in text
 
 
@@ -41,16 +51,19 @@ def test_drive_puts_blkdebug_under_the_raw_image(tmp_path):
     d = guest.Disk(tmp_path / "swap.img", "pmrswap", 100, {"bps_write": 1000}, blkdebug=conf)
     args = d.qemu_args()
     drive = args[1]
-    assert drive == (f"if=none,id=pmrswap,format=raw,cache=writeback,discard=unmap,"
-                     f"file.driver=blkdebug,file.config={tmp_path}/blk,,debug.conf,"
-                     f"file.image.driver=file,file.image.filename={tmp_path}/swap.img,"
-                     f"werror=report,rerror=report,throttling.bps-write=1000")
+    assert drive == (
+        f"if=none,id=pmrswap,format=raw,cache=writeback,discard=unmap,"
+        f"file.driver=blkdebug,file.config={tmp_path}/blk,,debug.conf,"
+        f"file.image.driver=file,file.image.filename={tmp_path}/swap.img,"
+        f"werror=report,rerror=report,throttling.bps-write=1000"
+    )
     assert "file=" not in drive.replace("file.", "")
     assert args[3] == "virtio-blk-pci,drive=pmrswap,serial=pmrswap"
-    cmd = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
-                            accel="tcg", rwdirs=[], disks=[d])
+    cmd = guest.vng_command(
+        Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2, accel="tcg", rwdirs=[], disks=[d]
+    )
     opts = next(a for a in cmd if a.startswith("--qemu-opts="))
-    assert shlex.split(opts.removeprefix("--qemu-opts="))[-len(args):] == args
+    assert shlex.split(opts.removeprefix("--qemu-opts="))[-len(args) :] == args
     plain = guest.Disk(tmp_path / "swap.img", "pmrswap", 100).qemu_args()[1]
     assert plain.startswith(f"file={tmp_path}/swap.img,if=none") and "file.driver" not in plain
 
@@ -77,10 +90,19 @@ def test_qemu_fails_writes_in_the_region_only(tmp_path):
     opts = ",".join(["driver=raw", *blkdebug.file_options(image, conf)])
     outcome = {}
     for name, op in ops.items():
-        res = subprocess.run(["qemu-io", "--image-opts", opts, "-c", op],
-                             capture_output=True, text=True, timeout=60)
+        res = subprocess.run(
+            ["qemu-io", "--image-opts", opts, "-c", op], capture_output=True, text=True, timeout=60
+        )
         assert "Could not" not in res.stderr + res.stdout, res.stderr
         outcome[name] = "failed: Input/output error" not in res.stdout
-    assert outcome == {"header": True, "before": True, "first": False, "first again": False,
-                       "last": False, "overlapping": False, "after": True, "read": True,
-                       "discard": True}
+    assert outcome == {
+        "header": True,
+        "before": True,
+        "first": False,
+        "first again": False,
+        "last": False,
+        "overlapping": False,
+        "after": True,
+        "read": True,
+        "discard": True,
+    }

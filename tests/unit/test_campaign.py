@@ -16,11 +16,14 @@ class CutOff(Exception):
 
 def _machine(factor: float = 9.0):
     return SimpleNamespace(
-        image=SimpleNamespace(as_dict=lambda: {"flavour": "testbed", "version": "6.1",
-                                               "series": "abc"}),
-        accel="tcg", dilation=SimpleNamespace(as_dict=lambda: {"factor": factor}),
+        image=SimpleNamespace(
+            as_dict=lambda: {"flavour": "testbed", "version": "6.1", "series": "abc"}
+        ),
+        accel="tcg",
+        dilation=SimpleNamespace(as_dict=lambda: {"factor": factor}),
         limits={"swap_bps_write": 1, "swap_iops_write": 2},
-        flash_calibration=lambda profile: {"reclaim_ceiling_mbps": 100.0})
+        flash_calibration=lambda profile: {"reclaim_ceiling_mbps": 100.0},
+    )
 
 
 @pytest.fixture
@@ -46,14 +49,22 @@ def fake_guest(monkeypatch):
 
 
 def _request(out, resume=False, trace_events=()):
-    return campaign.CampaignRequest("smoke", "pixel5", "original,pmr", 2, 1, out,
-                                    swap_bandwidth=False, max_rate=False, resume=resume,
-                                    trace_events=trace_events)
+    return campaign.CampaignRequest(
+        "smoke",
+        "pixel5",
+        "original,pmr",
+        2,
+        1,
+        out,
+        swap_bandwidth=False,
+        max_rate=False,
+        resume=resume,
+        trace_events=trace_events,
+    )
 
 
 def _run(out, resume=False, trace_events=()):
-    return campaign.run(campaign.plan(_request(out, resume, trace_events)),
-                        lambda msg, done: None)
+    return campaign.run(campaign.plan(_request(out, resume, trace_events)), lambda msg, done: None)
 
 
 def test_a_cut_off_campaign_keeps_its_runs_and_runs_the_others(tmp_path, fake_guest):
@@ -62,7 +73,7 @@ def test_a_cut_off_campaign_keeps_its_runs_and_runs_the_others(tmp_path, fake_gu
     with pytest.raises(CutOff):
         _run(out)
     assert fake_guest.ran == ["original-r1", "pmr-r1"]
-    assert (out / "runs" / "original-r2").exists()   # what the cut-off run left
+    assert (out / "runs" / "original-r2").exists()  # what the cut-off run left
     with pytest.raises(UserError, match="is not empty"):
         campaign.plan(_request(out))
     fake_guest.cut_at = None
@@ -70,7 +81,11 @@ def test_a_cut_off_campaign_keeps_its_runs_and_runs_the_others(tmp_path, fake_gu
     # the cut-off run again, then the one it never reached; the others kept
     assert fake_guest.ran == ["original-r1", "pmr-r1", "original-r2", "pmr-r2"]
     assert [(r["scheme"], r["rep"], r["status"]) for r in result["runs"]] == [
-        ("original", 1, "ok"), ("pmr", 1, "ok"), ("original", 2, "ok"), ("pmr", 2, "ok")]
+        ("original", 1, "ok"),
+        ("pmr", 1, "ok"),
+        ("original", 2, "ok"),
+        ("pmr", 2, "ok"),
+    ]
     assert json.loads((out / "campaign.json").read_text()) == result
     assert (out / "runs" / "original-r2" / "run.json").exists()
 
@@ -102,7 +117,7 @@ def test_runs_on_another_setup_are_not_continued(tmp_path, fake_guest):
     fake_guest.cut_at = "pmr-r1"
     with pytest.raises(CutOff):
         _run(out)
-    fake_guest.machine = _machine(factor=8.5)   # dilation measured again: another disk limit
+    fake_guest.machine = _machine(factor=8.5)  # dilation measured again: another disk limit
     fake_guest.cut_at = None
     with pytest.raises(campaign.SetupChanged, match="another dilation than"):
         _run(out, resume=True)
@@ -125,8 +140,11 @@ def test_a_failed_run_is_run_again_and_its_attempt_kept(tmp_path, fake_guest):
     assert (out / "runs" / "pmr-r1.failed-1" / "console.log").read_text() == "guest died\n"
     # a second failure is kept beside the first
     fake_guest.fail_at = "original-r1"
-    (out / "campaign.json").write_text(json.dumps(
-        {**result, "runs": [{**result["runs"][0], "status": "failed"}, *result["runs"][1:]]}))
+    (out / "campaign.json").write_text(
+        json.dumps(
+            {**result, "runs": [{**result["runs"][0], "status": "failed"}, *result["runs"][1:]]}
+        )
+    )
     _run(out, resume=True)
     assert (out / "runs" / "original-r1.failed-1").exists()
     fake_guest.fail_at = None
@@ -147,9 +165,15 @@ def test_extra_trace_events_are_recorded_and_part_of_the_setup(tmp_path, fake_gu
     with pytest.raises(campaign.SetupChanged, match="another set of --trace-event events than"):
         _run(out, resume=True)
     # the same set, however given: a default event and a duplicate change nothing
-    result = _run(out, resume=True, trace_events=("vmscan/mm_vmscan_lru_isolate",
-                                                  "vmscan/mm_vmscan_kswapd_round",
-                                                  "vmscan/mm_vmscan_lru_isolate"))
+    result = _run(
+        out,
+        resume=True,
+        trace_events=(
+            "vmscan/mm_vmscan_lru_isolate",
+            "vmscan/mm_vmscan_kswapd_round",
+            "vmscan/mm_vmscan_lru_isolate",
+        ),
+    )
     assert [r["status"] for r in result["runs"]] == ["ok"] * 4
     assert result["extra_trace_events"] == ["vmscan/mm_vmscan_lru_isolate"]
 

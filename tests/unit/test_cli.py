@@ -10,30 +10,76 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def pmrtb(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "pmr_testbed.cli", *args], cwd=cwd,
-                          capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT / "harness"), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "pmr_testbed.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "harness"), "PATH": "/usr/bin:/bin"},
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--scenario", "nope", "--profile", "pixel5", "--schemes", "original"], "unknown scenario 'nope'"),
-    (["--scenario", "smoke", "--profile", "iphone", "--schemes", "original"], "unknown profile 'iphone'"),
-    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "original,zzz"], "unknown scheme 'zzz'"),
-    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", ","], "no schemes given"),
-    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "original", "--reps", "0"],
-     "--reps must be at least 1"),
-    # a message with square brackets (make's error lines have them) is not markup
-    (["--scenario", "[/x]", "--profile", "pixel5", "--schemes", "original"],
-     "unknown scenario '[/x]'"),
-    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "original", "--rounds", "0"],
-     "--rounds must be at least 1"),
-    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr@nope=1"],
-     "scheme pmr has no knob 'nope'"),
-    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr", "--perf-hz", "5000"],
-     "--perf-hz must be 0 (off) to 1000"),
-    (["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr", "--trace-event",
-      "mm_vmscan_lru_isolate"], "--trace-event 'mm_vmscan_lru_isolate': give a tracepoint as"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--scenario", "nope", "--profile", "pixel5", "--schemes", "original"],
+            "unknown scenario 'nope'",
+        ),
+        (
+            ["--scenario", "smoke", "--profile", "iphone", "--schemes", "original"],
+            "unknown profile 'iphone'",
+        ),
+        (
+            ["--scenario", "smoke", "--profile", "pixel5", "--schemes", "original,zzz"],
+            "unknown scheme 'zzz'",
+        ),
+        (["--scenario", "smoke", "--profile", "pixel5", "--schemes", ","], "no schemes given"),
+        (
+            ["--scenario", "smoke", "--profile", "pixel5", "--schemes", "original", "--reps", "0"],
+            "--reps must be at least 1",
+        ),
+        # a message with square brackets (make's error lines have them) is not markup
+        (
+            ["--scenario", "[/x]", "--profile", "pixel5", "--schemes", "original"],
+            "unknown scenario '[/x]'",
+        ),
+        (
+            [
+                "--scenario",
+                "smoke",
+                "--profile",
+                "pixel5",
+                "--schemes",
+                "original",
+                "--rounds",
+                "0",
+            ],
+            "--rounds must be at least 1",
+        ),
+        (
+            ["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr@nope=1"],
+            "scheme pmr has no knob 'nope'",
+        ),
+        (
+            ["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr", "--perf-hz", "5000"],
+            "--perf-hz must be 0 (off) to 1000",
+        ),
+        (
+            [
+                "--scenario",
+                "smoke",
+                "--profile",
+                "pixel5",
+                "--schemes",
+                "pmr",
+                "--trace-event",
+                "mm_vmscan_lru_isolate",
+            ],
+            "--trace-event 'mm_vmscan_lru_isolate': give a tracepoint as",
+        ),
+    ],
+)
 def test_bad_input_one_line_exit_2(tmp_path, args, message):
     out = tmp_path / "out"
     res = pmrtb("run", *args, "--out", str(out))
@@ -43,12 +89,15 @@ def test_bad_input_one_line_exit_2(tmp_path, args, message):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["run", "--no-such-option"], "No such option: --no-such-option"),
-    (["run", "--reps", "x"], "Invalid value for '--reps'"),
-    (["probe"], "Missing argument 'name'"),
-    (["bogus"], "No such command 'bogus'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--no-such-option"], "No such option: --no-such-option"),
+        (["run", "--reps", "x"], "Invalid value for '--reps'"),
+        (["probe"], "Missing argument 'name'"),
+        (["bogus"], "No such command 'bogus'"),
+    ],
+)
 def test_usage_errors_are_named_without_a_traceback(args, message):
     """typer's usage errors (its own click's): usage, then one `Error:`
     line, exit status 2. typer 0.29 ships click inside it: the `click`
@@ -62,14 +111,21 @@ def test_usage_errors_are_named_without_a_traceback(args, message):
 
 def test_missing_qemu_is_named(tmp_path, monkeypatch):
     res = subprocess.run(
-        [sys.executable, "-c",
-         "import shutil, sys; from pmr_testbed import cli;"
-         "real = shutil.which;"
-         "shutil.which = lambda n, **k: None if n == 'qemu-system-x86_64' else real(n, **k);"
-         "sys.argv = ['pmrtb', 'run', '--scenario', 'smoke', '--profile', 'pixel5',"
-         f" '--schemes', 'original', '--out', '{tmp_path / 'o'}'];"
-         "cli.main()"],
-        cwd=ROOT, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "harness")})
+        [
+            sys.executable,
+            "-c",
+            "import shutil, sys; from pmr_testbed import cli;"
+            "real = shutil.which;"
+            "shutil.which = lambda n, **k: None if n == 'qemu-system-x86_64' else real(n, **k);"
+            "sys.argv = ['pmrtb', 'run', '--scenario', 'smoke', '--profile', 'pixel5',"
+            f" '--schemes', 'original', '--out', '{tmp_path / 'o'}'];"
+            "cli.main()",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "harness")},
+    )
     assert res.returncode == 2
     assert "qemu-system-x86_64 not found" in res.stderr
 
@@ -80,7 +136,8 @@ def test_report_of_a_non_results_dir_is_refused(tmp_path):
 
 
 def test_resume_needs_out():
-    res = pmrtb("run", "--scenario", "smoke", "--profile", "pixel5", "--schemes", "original",
-                "--resume")
+    res = pmrtb(
+        "run", "--scenario", "smoke", "--profile", "pixel5", "--schemes", "original", "--resume"
+    )
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert res.returncode == 2 and len(lines) == 1 and "--resume needs --out" in lines[0]

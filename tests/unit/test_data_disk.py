@@ -25,8 +25,12 @@ def small_spec(tmp_path: Path, file_mb: float = 1) -> tuple[Path, dict]:
 
 def listing(img: Path, directory: str) -> dict[str, int]:
     """{name: size} of the files in directory of the ext4 image (debugfs)."""
-    out = subprocess.run(["debugfs", "-R", f"ls -p {directory}", str(img)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["debugfs", "-R", f"ls -p {directory}", str(img)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     # /inode/mode/uid/gid/name/size/ (directories have no size)
     rows = [line.split("/") for line in out.splitlines() if line.startswith("/")]
     return {r[5]: int(r[6] or -1) for r in rows if r[5] not in (".", "..", "lost+found")}
@@ -36,7 +40,7 @@ def test_image_holds_every_app_file_and_is_read_only(tmp_path):
     spec_path, s = small_spec(tmp_path)
     disk = data_disk.image(spec_path, s, tmp_path / "disk")
     assert disk.read_only and disk.serial == "pmrdata"
-    assert disk.size_mb == data_disk.MIN_MB   # 4 MB of files: the smallest disk
+    assert disk.size_mb == data_disk.MIN_MB  # 4 MB of files: the smallest disk
     assert "readonly=on" in disk.qemu_args()[1]
     top = listing(disk.path, "/")
     for app in s["apps"]:
@@ -44,7 +48,7 @@ def test_image_holds_every_app_file_and_is_read_only(tmp_path):
         files = listing(disk.path, "/" + app["name"])
         # 1 MB each, split evenly among the app's processes
         assert sum(files.values()) == 2**20 and len(files) == app["processes"]
-    assert not (tmp_path / "disk" / "files").exists()   # only the image is kept
+    assert not (tmp_path / "disk" / "files").exists()  # only the image is kept
 
 
 def test_image_is_made_once_per_layout(tmp_path):

@@ -34,8 +34,11 @@ def test_qemu_limits_scale_the_phones_flash_by_the_reclaim_ceiling():
     assert slow["swap_bps_write"] == pytest.approx(same["swap_bps_write"] / 10, abs=1)
     assert p.flash_scale(15.0) == pytest.approx(0.1)
     assert profiles.swap_throttle(same) == {
-        "bps_write": same["swap_bps_write"], "iops_write": same["swap_iops_write"],
-        "bps_read": same["swap_bps_read"], "iops_read": same["swap_iops_read"]}
+        "bps_write": same["swap_bps_write"],
+        "iops_write": same["swap_iops_write"],
+        "bps_read": same["swap_bps_read"],
+        "iops_read": same["swap_iops_read"],
+    }
     pixel5 = profiles.load("pixel5")
     assert pixel5.qemu_limits(pixel5.peak_reclaim_mbps)["swap_iops_write"] == 378 * 256
     # the phone's peak reclaim over its flash, which the regime report checks
@@ -58,14 +61,24 @@ def test_paper_scenario_is_the_papers_workload():
     s = scenarios.load("paper")
     assert len(s.foreground) == 10 and len(s.background) == 26
     assert s.rounds == 10
-    assert {"chrome", "facebook", "twitter", "youtube", "tiktok", "amazon", "gmap", "uber",
-            "spotify", "angrybirds"} == {a.name for a in s.foreground}
+    assert {
+        "chrome",
+        "facebook",
+        "twitter",
+        "youtube",
+        "tiktok",
+        "amazon",
+        "gmap",
+        "uber",
+        "spotify",
+        "angrybirds",
+    } == {a.name for a in s.foreground}
     big = [a for a in s.foreground if a.anon_mb >= 400]
     assert len(big) == 10 and max(a.anon_mb + a.file_mb for a in s.foreground) <= 1200
 
 
 def test_unknown_names_give_one_line_with_choices():
-    with pytest.raises(UserError, match="unknown profile 'pixel99'.*pixel5"):
+    with pytest.raises(UserError, match=r"unknown profile 'pixel99'.*pixel5"):
         profiles.load("pixel99")
     with pytest.raises(UserError, match="unknown scenario"):
         scenarios.load("nope")
@@ -77,6 +90,7 @@ def _scenario(tmp_path, text):
     f = tmp_path / "s.toml"
     f.write_text(text)
     from pmr_testbed import tomlfile
+
     return scenarios.parse(tomlfile.load(f, "scenario"), f)
 
 
@@ -106,31 +120,44 @@ def test_scenario_validation(tmp_path):
     with pytest.raises(UserError, match="unknown key"):
         _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 10\nanonmb = 3\n')
     with pytest.raises(UserError, match="used twice"):
-        _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 1\n'
-                  '[[background]]\nname = "a"\nanon_mb = 1\n')
+        _scenario(
+            tmp_path,
+            BASE + '[[foreground]]\nname = "a"\nanon_mb = 1\n'
+            '[[background]]\nname = "a"\nanon_mb = 1\n',
+        )
     with pytest.raises(UserError, match="must be > 0"):
         _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = -5\n')
     with pytest.raises(UserError, match="at least one"):
         _scenario(tmp_path, BASE)
     with pytest.raises(UserError, match="only \\[\\[system\\]\\] apps"):
-        _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 1\nadj_class = "persistent"\n')
+        _scenario(
+            tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 1\nadj_class = "persistent"\n'
+        )
     with pytest.raises(UserError, match="launch_fraction"):
         _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 1\nlaunch_fraction = 2\n')
 
 
 def test_scheme_combination_merges_and_refuses_conflicts(tmp_path, monkeypatch):
     from pmr_testbed import paths
-    (tmp_path / "a.toml").write_text('name = "a"\npolicies = ["x"]\n[[knobs]]\n'
-                                     'path = "/proc/sys/vm/k1"\nvalue = "{pmr.unmap_unit_kb}"\n')
-    (tmp_path / "b.toml").write_text('name = "b"\npolicies = ["y"]\n[[knobs]]\n'
-                                     'path = "/proc/sys/vm/k2"\nvalue = "2"\n')
-    (tmp_path / "c.toml").write_text('name = "c"\n[[knobs]]\npath = "/proc/sys/vm/k1"\nvalue = "9"\n')
+
+    (tmp_path / "a.toml").write_text(
+        'name = "a"\npolicies = ["x"]\n[[knobs]]\n'
+        'path = "/proc/sys/vm/k1"\nvalue = "{pmr.unmap_unit_kb}"\n'
+    )
+    (tmp_path / "b.toml").write_text(
+        'name = "b"\npolicies = ["y"]\n[[knobs]]\npath = "/proc/sys/vm/k2"\nvalue = "2"\n'
+    )
+    (tmp_path / "c.toml").write_text(
+        'name = "c"\n[[knobs]]\npath = "/proc/sys/vm/k1"\nvalue = "9"\n'
+    )
     (tmp_path / "d.toml").write_text('name = "d"\n[[knobs]]\npath = "/etc/passwd"\nvalue = "9"\n')
     monkeypatch.setattr(paths, "SCHEMES_DIR", tmp_path)
     prof = profiles.load("pixel5")
     ab = schemes.resolve("a+b", prof)
-    assert ab.knobs == [{"path": "/proc/sys/vm/k1", "value": "1024"},
-                        {"path": "/proc/sys/vm/k2", "value": "2"}]
+    assert ab.knobs == [
+        {"path": "/proc/sys/vm/k1", "value": "1024"},
+        {"path": "/proc/sys/vm/k2", "value": "2"},
+    ]
     assert ab.policies == ["x", "y"]
     with pytest.raises(UserError, match="cannot be combined"):
         schemes.resolve("a+c", prof)
@@ -145,18 +172,22 @@ def test_scheme_combination_merges_and_refuses_conflicts(tmp_path, monkeypatch):
 KTHREAD = '[[kthreads]]\ncomm = "kswapd"\n'
 
 
-@pytest.mark.parametrize("entry, error", [
-    ('policy = "fifo"\n', "missing `priority`"),
-    ('policy = "fifo"\npriority = 100\n', "priority must be 1..99"),
-    ('policy = "normal"\nnice = -21\n', "nice must be -20..19"),
-    ('policy = "idle"\n', "policy 'idle' must be one of fifo, rr, normal"),
-    ('policy = "fifo"\npriority = 1\ncpus = []\n', "cpus must be a list"),
-    ('policy = "fifo"\npriority = 1\ncpus = [2]\n', "guest has 2 CPUs"),
-    ('policy = "fifo"\npriority = 1\nnice = -5\n', "`nice` is not a setting of a fifo thread"),
-    ('policy = "normal"\nnice = 0\ncpu = [1]\n', "`cpu` is not a setting of a normal thread"),
-])
+@pytest.mark.parametrize(
+    "entry, error",
+    [
+        ('policy = "fifo"\n', "missing `priority`"),
+        ('policy = "fifo"\npriority = 100\n', "priority must be 1..99"),
+        ('policy = "normal"\nnice = -21\n', "nice must be -20..19"),
+        ('policy = "idle"\n', "policy 'idle' must be one of fifo, rr, normal"),
+        ('policy = "fifo"\npriority = 1\ncpus = []\n', "cpus must be a list"),
+        ('policy = "fifo"\npriority = 1\ncpus = [2]\n', "guest has 2 CPUs"),
+        ('policy = "fifo"\npriority = 1\nnice = -5\n', "`nice` is not a setting of a fifo thread"),
+        ('policy = "normal"\nnice = 0\ncpu = [1]\n', "`cpu` is not a setting of a normal thread"),
+    ],
+)
 def test_kthread_settings_are_checked(tmp_path, monkeypatch, entry, error):
     from pmr_testbed import paths
+
     (tmp_path / "k.toml").write_text('name = "k"\n' + KTHREAD + entry)
     monkeypatch.setattr(paths, "SCHEMES_DIR", tmp_path)
     with pytest.raises(UserError, match=error):
@@ -165,11 +196,14 @@ def test_kthread_settings_are_checked(tmp_path, monkeypatch, entry, error):
 
 def test_kthread_settings_combine_and_a_modifier_never_runs_alone(tmp_path, monkeypatch):
     from pmr_testbed import paths
+
     shutil.copy(paths.SCHEMES_DIR / "original.toml", tmp_path)
-    (tmp_path / "fifo.toml").write_text('name = "fifo"\nmodifier = true\n' + KTHREAD
-                                        + 'policy = "fifo"\npriority = 1\ncpus = [1]\n')
-    (tmp_path / "nice.toml").write_text('name = "nice"\n' + KTHREAD
-                                        + 'policy = "normal"\nnice = -20\n')
+    (tmp_path / "fifo.toml").write_text(
+        'name = "fifo"\nmodifier = true\n' + KTHREAD + 'policy = "fifo"\npriority = 1\ncpus = [1]\n'
+    )
+    (tmp_path / "nice.toml").write_text(
+        'name = "nice"\n' + KTHREAD + 'policy = "normal"\nnice = -20\n'
+    )
     monkeypatch.setattr(paths, "SCHEMES_DIR", tmp_path)
     prof = profiles.load("pixel5")
     combined = schemes.resolve("original+fifo", prof)
@@ -178,27 +212,36 @@ def test_kthread_settings_combine_and_a_modifier_never_runs_alone(tmp_path, monk
     assert schemes.resolve("original+fifo+fifo", prof).kthreads == [want]
     assert schemes.resolve("nice", prof).kthreads[0]["nice"] == -20
     assert schemes.resolve("original", prof).kthreads == []
-    with pytest.raises(UserError, match="only modifies another scheme.*original\\+fifo"):
+    with pytest.raises(UserError, match=r"only modifies another scheme.*original\+fifo"):
         schemes.parse_list("original,fifo", prof)
     with pytest.raises(UserError, match="schedule kswapd differently"):
         schemes.resolve("nice+fifo", prof)
-    (tmp_path / "numbered.toml").write_text('name = "numbered"\n[[kthreads]]\ncomm = "kswapd0"\n'
-                                            'policy = "fifo"\npriority = 1\n')
+    (tmp_path / "numbered.toml").write_text(
+        'name = "numbered"\n[[kthreads]]\ncomm = "kswapd0"\npolicy = "fifo"\npriority = 1\n'
+    )
     with pytest.raises(UserError, match="without its number"):
         schemes.resolve("numbered", prof)
     (tmp_path / "table.toml").write_text('name = "table"\n[kthreads]\ncomm = "kswapd"\n')
     with pytest.raises(UserError, match="must be \\[\\[kthreads\\]\\] tables"):
         schemes.resolve("table", prof)
     # what the guest gets (runtime/src/spec.rs, KthreadSched)
-    assert spec.build(run_id="r", out_dir=tmp_path, seed=1, scenario=scenarios.load("smoke"),
-                      profile=prof, scheme=combined, work_iters_per_ms=1.0)["scheme"][
-        "kthreads"] == [want]
+    assert spec.build(
+        run_id="r",
+        out_dir=tmp_path,
+        seed=1,
+        scenario=scenarios.load("smoke"),
+        profile=prof,
+        scheme=combined,
+        work_iters_per_ms=1.0,
+    )["scheme"]["kthreads"] == [want]
 
 
 def test_scheme_override_sets_one_knob_and_refuses_unknown_ones():
     prof = profiles.load("pixel6pro")
-    assert {"path": "/proc/sys/vm/pmr_unmap_unit_kbytes", "value": str(prof.unmap_unit_kb)} \
-        in schemes.resolve("pmr", prof).knobs
+    assert {
+        "path": "/proc/sys/vm/pmr_unmap_unit_kbytes",
+        "value": str(prof.unmap_unit_kb),
+    } in schemes.resolve("pmr", prof).knobs
     swept = schemes.resolve("pmr@pmr_unmap_unit_kbytes=64", prof)
     assert swept.name == "pmr@pmr_unmap_unit_kbytes=64"
     assert {"path": "/proc/sys/vm/pmr_unmap_unit_kbytes", "value": "64"} in swept.knobs
@@ -211,16 +254,25 @@ def test_scheme_override_sets_one_knob_and_refuses_unknown_ones():
         schemes.resolve("pmr@pmr_mode", prof)
     with pytest.raises(UserError, match="cannot be combined"):
         schemes.resolve("pmr@pmr_mode=1+pmr", prof)
-    assert len(schemes.parse_list("pmr@pmr_unmap_unit_kbytes=64,pmr@pmr_unmap_unit_kbytes=128",
-                                  prof)) == 2
+    assert (
+        len(schemes.parse_list("pmr@pmr_unmap_unit_kbytes=64,pmr@pmr_unmap_unit_kbytes=128", prof))
+        == 2
+    )
 
 
 def test_spec_scales_sizes_and_lists_every_app(tmp_path):
     prof = profiles.load("pixel6pro")
     scen = scenarios.load("paper")
     sch = schemes.resolve("original", prof)
-    s = spec.build(run_id="x", out_dir=tmp_path, seed=7, scenario=scen, profile=prof,
-                   scheme=sch, work_iters_per_ms=1000.0)
+    s = spec.build(
+        run_id="x",
+        out_dir=tmp_path,
+        seed=7,
+        scenario=scen,
+        profile=prof,
+        scheme=sch,
+        work_iters_per_ms=1000.0,
+    )
     chrome = next(a for a in s["apps"] if a["name"] == "chrome")
     assert chrome["anon_mb"] == round(900 * prof.scale)
     assert len(s["apps"]) == 36 + len(scen.system)
@@ -232,21 +284,40 @@ def test_spec_scales_sizes_and_lists_every_app(tmp_path):
     # The paper's workload overcommits the guest, as it does the phone.
     assert spec.footprint_mb(s) > prof.guest_ram_mb
     assert s["deadline_s"] == scen.deadline_s
-    slow = spec.build(run_id="x", out_dir=tmp_path, seed=7, scenario=scen, profile=prof,
-                      scheme=sch, work_iters_per_ms=1000.0, slowdown=6)
+    slow = spec.build(
+        run_id="x",
+        out_dir=tmp_path,
+        seed=7,
+        scenario=scen,
+        profile=prof,
+        scheme=sch,
+        work_iters_per_ms=1000.0,
+        slowdown=6,
+    )
     assert slow["deadline_s"] == 6 * scen.deadline_s
-    traced = spec.build(run_id="x", out_dir=tmp_path, seed=7, scenario=scen, profile=prof,
-                        scheme=sch, work_iters_per_ms=1000.0,
-                        extra_trace_events=("vmscan/mm_vmscan_lru_isolate",))
-    assert traced["metrics"]["trace_events"] == (s["metrics"]["trace_events"]
-                                                 + ["vmscan/mm_vmscan_lru_isolate"])
+    traced = spec.build(
+        run_id="x",
+        out_dir=tmp_path,
+        seed=7,
+        scenario=scen,
+        profile=prof,
+        scheme=sch,
+        work_iters_per_ms=1000.0,
+        extra_trace_events=("vmscan/mm_vmscan_lru_isolate",),
+    )
+    assert traced["metrics"]["trace_events"] == (
+        s["metrics"]["trace_events"] + ["vmscan/mm_vmscan_lru_isolate"]
+    )
 
 
 def test_run_dir_names_are_safe_for_virtme_rwdir():
     from pmr_testbed import campaign
+
     assert campaign.run_dir_name("pmr@pmr_unmap_unit_kbytes=64") == "pmr_pmr_unmap_unit_kbytes_64"
     assert campaign.run_dir_name("pmr+ice") == "pmr+ice"
-    assert not set("=@") & set(campaign.run_dir_name("a@b=1@c=2")) and "," not in campaign.run_dir_name("a,b")
+    assert not set("=@") & set(
+        campaign.run_dir_name("a@b=1@c=2")
+    ) and "," not in campaign.run_dir_name("a,b")
 
 
 def test_pmr_runs_its_writeback_in_a_real_time_kswapd():
@@ -263,18 +334,26 @@ def test_kshrinkd_nice_only_lowers_kshrinkd():
     prof = profiles.load("pixel6pro")
     nice = {"comm": "kshrinkd", "policy": "normal", "priority": 0, "nice": 19}
     assert schemes.load("kshrinkd-nice").modifier
-    assert schemes.resolve("pmr+kshrinkd-nice", prof).kthreads == \
-        schemes.resolve("pmr", prof).kthreads + [nice]
+    assert schemes.resolve("pmr+kshrinkd-nice", prof).kthreads == schemes.resolve(
+        "pmr", prof
+    ).kthreads + [nice]
     assert schemes.resolve("pmr+kshrinkd-nice", prof).knobs == schemes.resolve("pmr", prof).knobs
 
 
 def test_app_levers_parse_scale_and_validate(tmp_path):
-    s = _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 600\n'
-                  "launch_threads = 3\nresume_work_ms = 150\npeak_anon_mb = 1200\n"
-                  "fg_growth_mb_per_s = 30\n")
+    s = _scenario(
+        tmp_path,
+        BASE + '[[foreground]]\nname = "a"\nanon_mb = 600\n'
+        "launch_threads = 3\nresume_work_ms = 150\npeak_anon_mb = 1200\n"
+        "fg_growth_mb_per_s = 30\n",
+    )
     a = s.foreground[0]
     assert (a.launch_threads, a.resume_work_ms, a.peak_anon_mb, a.fg_growth_mb_per_s) == (
-        3, 150, 1200, 30)
+        3,
+        150,
+        1200,
+        30,
+    )
     prof = profiles.load("pixel6pro")
     got = spec.app_spec(a, prof)
     assert got["peak_anon_mb"] == round(1200 * prof.scale)
@@ -283,36 +362,56 @@ def test_app_levers_parse_scale_and_validate(tmp_path):
     plain = _scenario(tmp_path, BASE + '[[foreground]]\nname = "a"\nanon_mb = 600\n')
     p = plain.foreground[0]
     assert (p.launch_threads, p.resume_work_ms, p.peak_anon_mb, p.fg_growth_mb_per_s) == (
-        1, 0.0, None, 0.0)
+        1,
+        0.0,
+        None,
+        0.0,
+    )
     assert spec.app_spec(p, prof)["peak_anon_mb"] is None
-    for bad, msg in (("peak_anon_mb = 100", "must be >= anon_mb"),
-                     ("launch_threads = 17", "must be 1..16"),
-                     ("launch_threads = 0", "must be > 0"),
-                     ("fg_growth_mb_per_s = -1", "must be >= 0")):
+    for bad, msg in (
+        ("peak_anon_mb = 100", "must be >= anon_mb"),
+        ("launch_threads = 17", "must be 1..16"),
+        ("launch_threads = 0", "must be > 0"),
+        ("fg_growth_mb_per_s = -1", "must be >= 0"),
+    ):
         with pytest.raises(UserError, match=msg):
             _scenario(tmp_path, BASE + f'[[foreground]]\nname = "a"\nanon_mb = 600\n{bad}\n')
 
 
 def test_background_use_parses_and_reaches_the_runtime(tmp_path):
-    apps = ('[[foreground]]\nname = "a"\nanon_mb = 600\n'
-            '[[background]]\nname = "b"\nanon_mb = 100\n'
-            '[[background]]\nname = "c"\nanon_mb = 100\n')
+    apps = (
+        '[[foreground]]\nname = "a"\nanon_mb = 600\n'
+        '[[background]]\nname = "b"\nanon_mb = 100\n'
+        '[[background]]\nname = "c"\nanon_mb = 100\n'
+    )
     # TOML tables must follow the top-level keys
-    s = _scenario(tmp_path, BASE.replace("[defaults]", "background_use = { every = 2, "
-                                         "dwell_ms = [500, 900] }\n[defaults]") + apps)
-    assert s.background_use == scenarios.BackgroundUse(every=2, dwell_ms=(500, 900),
-                                                       apps=("b", "c"))
-    assert spec.background_use(s.background_use) == {"every": 2, "dwell_ms": [500, 900],
-                                                      "apps": ["b", "c"]}
+    s = _scenario(
+        tmp_path,
+        BASE.replace(
+            "[defaults]", "background_use = { every = 2, dwell_ms = [500, 900] }\n[defaults]"
+        )
+        + apps,
+    )
+    assert s.background_use == scenarios.BackgroundUse(
+        every=2, dwell_ms=(500, 900), apps=("b", "c")
+    )
+    assert spec.background_use(s.background_use) == {
+        "every": 2,
+        "dwell_ms": [500, 900],
+        "apps": ["b", "c"],
+    }
     assert _scenario(tmp_path, BASE + apps).background_use is None
     assert spec.background_use(None) is None
-    for bad, msg in (('{ every = 0, dwell_ms = [1, 2] }', "must be > 0"),
-                     ('{ every = 1, dwell_ms = [2, 1] }', "dwell_ms"),
-                     ('{ every = 1, dwell_ms = [1, 2], apps = ["a"] }', "list of \\[\\[background"),
-                     ('{ every = 1, dwell_ms = [1, 2], often = 1 }', "unknown key")):
+    for bad, msg in (
+        ("{ every = 0, dwell_ms = [1, 2] }", "must be > 0"),
+        ("{ every = 1, dwell_ms = [2, 1] }", "dwell_ms"),
+        ('{ every = 1, dwell_ms = [1, 2], apps = ["a"] }', "list of \\[\\[background"),
+        ("{ every = 1, dwell_ms = [1, 2], often = 1 }", "unknown key"),
+    ):
         with pytest.raises(UserError, match=msg):
-            _scenario(tmp_path, BASE.replace("[defaults]", f"background_use = {bad}\n[defaults]")
-                      + apps)
+            _scenario(
+                tmp_path, BASE.replace("[defaults]", f"background_use = {bad}\n[defaults]") + apps
+            )
 
 
 def test_paper_scenario_levers_stay_within_the_phones_footprints():

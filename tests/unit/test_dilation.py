@@ -7,10 +7,16 @@ from pmr_testbed import dilation, guest, report
 
 
 def _dilation() -> dilation.Dilation:
-    return dilation.Dilation(factor=8.0, host_ns_per_page=20.0, guest_ns_per_page=160.0,
-                             host_work_iters_per_ms=600e3, guest_work_iters_per_ms=550e3,
-                             accel="tcg", host_fault_ns_per_page=400.0,
-                             guest_fault_ns_per_page=14_000.0)
+    return dilation.Dilation(
+        factor=8.0,
+        host_ns_per_page=20.0,
+        guest_ns_per_page=160.0,
+        host_work_iters_per_ms=600e3,
+        guest_work_iters_per_ms=550e3,
+        accel="tcg",
+        host_fault_ns_per_page=400.0,
+        guest_fault_ns_per_page=14_000.0,
+    )
 
 
 def test_fault_factor_is_the_first_rounds_slowdown_and_is_kept_in_campaign_json():
@@ -24,8 +30,9 @@ def test_cached_dilation_with_its_fault_factor_loads_again(tmp_path, monkeypatch
     monkeypatch.setattr(dilation, "_key", lambda version, accel, append: "k")
     monkeypatch.setattr(dilation.paths, "RUNTIME_BIN", tmp_path / "pmr-guest")
     (tmp_path / "pmr-guest").write_text("")
-    (tmp_path / "dilation.json").write_text(json.dumps({"key": "k",
-                                                        "dilation": _dilation().as_dict()}))
+    (tmp_path / "dilation.json").write_text(
+        json.dumps({"key": "k", "dilation": _dilation().as_dict()})
+    )
     assert dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path) == _dilation()
 
 
@@ -34,12 +41,14 @@ def test_the_cache_keeps_one_entry_per_key(tmp_path, monkeypatch):
     monkeypatch.setattr(dilation.paths, "RUNTIME_BIN", tmp_path / "pmr-guest")
     (tmp_path / "pmr-guest").write_text("")
     other = dict(_dilation().as_dict(), factor=9.5)
-    (tmp_path / "dilation.json").write_text(json.dumps({"entries": {
-        "testbed": _dilation().as_dict(), "debug": other}}))
+    (tmp_path / "dilation.json").write_text(
+        json.dumps({"entries": {"testbed": _dilation().as_dict(), "debug": other}})
+    )
     for key, factor in (("testbed", 8.0), ("debug", 9.5)):
         monkeypatch.setattr(dilation, "_key", lambda version, accel, append, k=key: k)
-        assert dilation.measure(tmp_path / "bzImage", "6.1", "tcg",
-                                work_dir=tmp_path).factor == factor
+        assert (
+            dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path).factor == factor
+        )
     # the single-entry file of earlier versions still gives its entry
     (tmp_path / "dilation.json").write_text(json.dumps({"key": "debug", "dilation": other}))
     assert dilation._read_cache() == {"debug": other}
@@ -55,14 +64,20 @@ def test_the_cache_is_kept_per_boot_command_line(tmp_path, monkeypatch):
 
 
 def test_setup_line_gives_the_fault_slowdown_when_measured():
-    summary = {"scenario": "paper", "profile": "pixel6pro", "reps": 1, "seed": 1,
-               "dilation": _dilation().as_dict(), "guest": {"ram_mb": 2048, "cpus": 2,
-                                                            "scale": 0.1667},
-               "qemu": {"accel": "tcg"}}
+    summary = {
+        "scenario": "paper",
+        "profile": "pixel6pro",
+        "reps": 1,
+        "seed": 1,
+        "dilation": _dilation().as_dict(),
+        "guest": {"ram_mb": 2048, "cpus": 2, "scale": 0.1667},
+        "qemu": {"accel": "tcg"},
+    }
     line = report.setup_lines(summary)[1]
     assert "factor 8.00" in line and "slows down 35.0 times" in line and "14,000" in line
-    old = dict(summary, dilation={"factor": 8.0, "host_ns_per_page": 20.0,
-                                  "guest_ns_per_page": 160.0})
+    old = dict(
+        summary, dilation={"factor": 8.0, "host_ns_per_page": 20.0, "guest_ns_per_page": 160.0}
+    )
     assert "fault" not in report.setup_lines(old)[1]
 
 
@@ -71,8 +86,11 @@ def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
     monkeypatch.setattr(dilation, "_key", lambda version, accel, append: "k")
     monkeypatch.setattr(dilation.paths, "RUNTIME_BIN", tmp_path / "pmr-guest")
     (tmp_path / "pmr-guest").write_text("")
-    monkeypatch.setattr(dilation, "_host_bench", lambda: {
-        "ns_per_page": 40.0, "work_iters_per_ms": 400e3, "fault_ns_per_page": 2500.0})
+    monkeypatch.setattr(
+        dilation,
+        "_host_bench",
+        lambda: {"ns_per_page": 40.0, "work_iters_per_ms": 400e3, "fault_ns_per_page": 2500.0},
+    )
     # one boot far off, as measured once (9.98, then 16.65 on the same setup)
     per_boot = iter([(400.0, 34000.0), (660.0, 50000.0), (420.0, 33000.0)])
     consoles = []
@@ -80,20 +98,31 @@ def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
     def boot(kernel, *, console_path, **kw):
         ns, fault = next(per_boot)
         consoles.append(console_path.name)
-        line = json.dumps({"ns_per_page": ns, "work_iters_per_ms": 370e3,
-                           "fault_ns_per_page": fault})
+        line = json.dumps(
+            {"ns_per_page": ns, "work_iters_per_ms": 370e3, "fault_ns_per_page": fault}
+        )
         return guest.BootResult(0, f"[ 1.0] booted\n{line}\n", 30.0)
+
     monkeypatch.setattr(dilation.guest, "boot", boot)
     d = dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path)
-    assert consoles == ["dilation-console-1.log", "dilation-console-2.log",
-                        "dilation-console-3.log"]
+    assert consoles == [
+        "dilation-console-1.log",
+        "dilation-console-2.log",
+        "dilation-console-3.log",
+    ]
     assert d.guest_ns_per_page == 420.0 and d.factor == 10.5
     assert d.guest_fault_ns_per_page == 34000.0
     assert d.guest_ns_per_page_boots == [400.0, 660.0, 420.0]
     # cached with its boots, and loaded again without booting
     monkeypatch.setattr(dilation.guest, "boot", None)
     assert dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path) == d
-    summary = {"scenario": "paper", "profile": "pixel6pro", "reps": 1, "seed": 1,
-               "dilation": d.as_dict(), "guest": {"ram_mb": 2048, "cpus": 2, "scale": 0.17},
-               "qemu": {"accel": "tcg"}}
+    summary = {
+        "scenario": "paper",
+        "profile": "pixel6pro",
+        "reps": 1,
+        "seed": 1,
+        "dilation": d.as_dict(),
+        "guest": {"ram_mb": 2048, "cpus": 2, "scale": 0.17},
+        "qemu": {"accel": "tcg"},
+    }
     assert "the median of 3 boots: 400.0, 660.0, 420.0" in report.setup_lines(summary)[1]

@@ -9,13 +9,15 @@ from pmr_testbed.errors import UserError
 
 
 def test_splats_catch_kernel_reports_and_ignore_normal_lines():
-    console = "\n".join([
-        "[    0.1] Linux version 6.1.192",
-        "[    3.2] Adding 349180k swap on /dev/vdb.",
-        "[   12.0] WARNING: CPU: 1 PID: 33 at mm/vmscan.c:123 shrink_folio_list+0x1/0x2",
-        "[   13.0] BUG: KASAN: use-after-free in foo",
-        "[   14.0] lmkd: killed firefox",
-    ])
+    console = "\n".join(
+        [
+            "[    0.1] Linux version 6.1.192",
+            "[    3.2] Adding 349180k swap on /dev/vdb.",
+            "[   12.0] WARNING: CPU: 1 PID: 33 at mm/vmscan.c:123 shrink_folio_list+0x1/0x2",
+            "[   13.0] BUG: KASAN: use-after-free in foo",
+            "[   14.0] lmkd: killed firefox",
+        ]
+    )
     found = guest.splats(console)
     assert len(found) == 2 and "WARNING: CPU" in found[0] and "KASAN" in found[1]
     assert guest.splats("all good\nno warnings here") == []
@@ -40,18 +42,27 @@ def test_create_disk_is_sparse_and_refuses_when_space_is_short(tmp_path, monkeyp
 
 
 def test_vng_command_uses_tcg_when_told(tmp_path):
-    cmd = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
-                            accel="tcg", rwdirs=[tmp_path], disks=[])
+    cmd = guest.vng_command(
+        Path("/k/bzImage"),
+        exec_cmd="true",
+        ram_mb=512,
+        cpus=2,
+        accel="tcg",
+        rwdirs=[tmp_path],
+        disks=[],
+    )
     assert "--disable-kvm" in cmd and cmd[cmd.index("--memory") + 1] == "512M"
     assert cmd[cmd.index("--rwdir") + 1] == str(tmp_path)
     d = guest.Disk(tmp_path / "s.img", "pmrswap", 10)
-    with_disk = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
-                                  accel="tcg", rwdirs=[], disks=[d])
+    with_disk = guest.vng_command(
+        Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2, accel="tcg", rwdirs=[], disks=[d]
+    )
     opts = [a for a in with_disk if a.startswith("--qemu-opts=")]
     assert len(opts) == 1 and "serial=pmrswap" in opts[0]
-    assert "debug-threads=on" in opts[0]     # host_cpu.py finds the vCPU threads by name
-    kvm = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
-                            accel="kvm", rwdirs=[], disks=[])
+    assert "debug-threads=on" in opts[0]  # host_cpu.py finds the vCPU threads by name
+    kvm = guest.vng_command(
+        Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2, accel="kvm", rwdirs=[], disks=[]
+    )
     assert "--disable-kvm" not in kvm
     # the same 9p root and rwdirs on every host, without vng's wait for a
     # virtiofsd that cannot serve them (Debian 12's)
@@ -61,11 +72,28 @@ def test_vng_command_uses_tcg_when_told(tmp_path):
 def test_tcg_guests_trust_the_tsc_and_keep_their_own_args():
     def appended(cmd):
         return [cmd[i + 1] for i, a in enumerate(cmd) if a == "--append"]
-    tcg = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
-                            accel="tcg", rwdirs=[], disks=[], append=["no5lvl"])
+
+    tcg = guest.vng_command(
+        Path("/k/bzImage"),
+        exec_cmd="true",
+        ram_mb=512,
+        cpus=2,
+        accel="tcg",
+        rwdirs=[],
+        disks=[],
+        append=["no5lvl"],
+    )
     assert appended(tcg) == ["tsc=reliable", "no5lvl"]
-    kvm = guest.vng_command(Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2,
-                            accel="kvm", rwdirs=[], disks=[], append=["no5lvl"])
+    kvm = guest.vng_command(
+        Path("/k/bzImage"),
+        exec_cmd="true",
+        ram_mb=512,
+        cpus=2,
+        accel="kvm",
+        rwdirs=[],
+        disks=[],
+        append=["no5lvl"],
+    )
     assert appended(kvm) == ["no5lvl"]
 
 
@@ -85,15 +113,26 @@ def _fake_guest(monkeypatch, script: str) -> None:
 
 
 def _boot(tmp_path: Path, deadline_s: float = 5.0) -> guest.BootResult:
-    return guest.boot(Path("bzImage"), exec_cmd="true", console_path=tmp_path / "console.log",
-                      deadline_s=deadline_s, ram_mb=256, cpus=1, accel="tcg", rwdirs=[])
+    return guest.boot(
+        Path("bzImage"),
+        exec_cmd="true",
+        console_path=tmp_path / "console.log",
+        deadline_s=deadline_s,
+        ram_mb=256,
+        cpus=1,
+        accel="tcg",
+        rwdirs=[],
+    )
 
 
 def _boot_after_a_first_boot_that(tmp_path: Path, monkeypatch, first: str) -> guest.BootResult:
     """Boot where the first boot runs `first` and the second starts init and exits 0."""
     flag = tmp_path / "booted-once"
-    _fake_guest(monkeypatch, f"if [ -e {flag} ]; then echo '[    6.40] virtme-ng-init: starting script'; "
-                             f"exit 0; fi; touch {flag}; {first}")
+    _fake_guest(
+        monkeypatch,
+        f"if [ -e {flag} ]; then echo '[    6.40] virtme-ng-init: starting script'; "
+        f"exit 0; fi; touch {flag}; {first}",
+    )
     return _boot(tmp_path)
 
 
@@ -108,18 +147,24 @@ def test_a_kernel_that_never_reaches_user_space_is_booted_again(tmp_path, monkey
 
 def test_a_guest_that_exits_before_user_space_is_booted_again(tmp_path, monkeypatch):
     # Seen under TCG: QEMU exited 255 while the kernel enumerated PCI.
-    res = _boot_after_a_first_boot_that(tmp_path, monkeypatch,
-                                        "echo '[    1.40] pci 0000:00:02.0'; exit 255")
+    res = _boot_after_a_first_boot_that(
+        tmp_path, monkeypatch, "echo '[    1.40] pci 0000:00:02.0'; exit 255"
+    )
     assert res.returncode == 0
     assert "pci 0000:00:02.0" in (tmp_path / "console.boot-hang-1.log").read_text()
 
 
-@pytest.mark.parametrize("console", [
-    "qemu-system-x86_64: -drive if=none: Could not open 'x.img'",     # QEMU refused its options
-    "[    0.91] Kernel panic - not syncing: VFS: Unable to mount root fs"])
-def test_a_guest_that_fails_for_good_before_user_space_is_not_booted_again(tmp_path, monkeypatch,
-                                                                          console):
-    _fake_guest(monkeypatch, f"echo \"{console}\"; exit 255")
+@pytest.mark.parametrize(
+    "console",
+    [
+        "qemu-system-x86_64: -drive if=none: Could not open 'x.img'",  # QEMU refused its options
+        "[    0.91] Kernel panic - not syncing: VFS: Unable to mount root fs",
+    ],
+)
+def test_a_guest_that_fails_for_good_before_user_space_is_not_booted_again(
+    tmp_path, monkeypatch, console
+):
+    _fake_guest(monkeypatch, f'echo "{console}"; exit 255')
     if console.startswith("["):
         with pytest.raises(guest.GuestError, match="Kernel panic") as err:
             _boot(tmp_path)
@@ -142,8 +187,11 @@ def test_a_boot_that_hangs_every_time_fails_with_its_console(tmp_path, monkeypat
         _boot(tmp_path)
     assert "tsc-early" in err.value.console_tail
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "console.boot-hang-1.log", "console.boot-hang-2.log", "host_cpu.boot-hang-1.csv",
-        "host_cpu.boot-hang-2.csv"]
+        "console.boot-hang-1.log",
+        "console.boot-hang-2.log",
+        "host_cpu.boot-hang-1.csv",
+        "host_cpu.boot-hang-2.csv",
+    ]
 
 
 def test_a_guest_that_booted_and_then_hung_is_not_booted_again(tmp_path, monkeypatch):
@@ -161,23 +209,31 @@ def test_every_port_of_the_guest_reaches_the_console_whole(tmp_path, monkeypatch
     # with an offset of its own on a file: a later port overwrote an
     # earlier one's output (a debug kernel's boot lines lost to the
     # guest's progress lines). So does `>` in sh.
-    _fake_guest(monkeypatch, "echo '[    0.34] Dynamic Preempt: full' >/proc/self/fd/1; "
-                             "echo 'pmr-guest: 31 s' >/proc/self/fd/2; "
-                             "echo '[    6.40] virtme-ng-init: starting script' >/proc/self/fd/1")
+    _fake_guest(
+        monkeypatch,
+        "echo '[    0.34] Dynamic Preempt: full' >/proc/self/fd/1; "
+        "echo 'pmr-guest: 31 s' >/proc/self/fd/2; "
+        "echo '[    6.40] virtme-ng-init: starting script' >/proc/self/fd/1",
+    )
     res = _boot(tmp_path)
     lines = res.console.splitlines()
     assert lines[0].startswith("# sh -c")
-    assert lines[1:] == ["[    0.34] Dynamic Preempt: full", "pmr-guest: 31 s",
-                         "[    6.40] virtme-ng-init: starting script"]
+    assert lines[1:] == [
+        "[    0.34] Dynamic Preempt: full",
+        "pmr-guest: 31 s",
+        "[    6.40] virtme-ng-init: starting script",
+    ]
     assert (tmp_path / "console.log").read_text() == res.console
 
 
 def test_a_guest_without_the_preemption_it_was_booted_with_is_an_error():
     from pmr_testbed.errors import GuestError
+
     full = ["no5lvl", "preempt=full"]
     guest.check_preemption(full, "[    0.215006] Dynamic Preempt: full\n")
-    with pytest.raises(GuestError, match="did not boot with full preemption "
-                                         "\\(Dynamic Preempt: voluntary\\)"):
+    with pytest.raises(
+        GuestError, match="did not boot with full preemption \\(Dynamic Preempt: voluntary\\)"
+    ):
         guest.check_preemption(full, "[    0.215006] Dynamic Preempt: voluntary\n")
     with pytest.raises(GuestError, match="no `Dynamic Preempt:` line"):
         guest.check_preemption(full, "Linux version 6.1\n")

@@ -16,18 +16,26 @@ def test_debian_packaging_block_is_dropped(tmp_path):
 
 def test_check_config_reports_dropped_options(tmp_path):
     frag = tmp_path / "f.config"
-    frag.write_text("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=\"x\"\n")
-    (tmp_path / ".config").write_text("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=\"x\"\n")
+    frag.write_text('CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C="x"\n')
+    (tmp_path / ".config").write_text('CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C="x"\n')
     kernel.check_config(tmp_path, [frag])
-    (tmp_path / ".config").write_text("# CONFIG_A is not set\nCONFIG_B=y\nCONFIG_C=\"x\"\n")
-    with pytest.raises(UserError, match="CONFIG_A=y.*CONFIG_B=n"):
+    (tmp_path / ".config").write_text('# CONFIG_A is not set\nCONFIG_B=y\nCONFIG_C="x"\n')
+    with pytest.raises(UserError, match=r"CONFIG_A=y.*CONFIG_B=n"):
         kernel.check_config(tmp_path, [frag])
 
 
 def test_shipped_fragments_ask_for_what_the_testbed_needs():
     want = kernel._requested_options(kernel._config_fragments("testbed"))
-    for opt in ("CONFIG_SWAP", "CONFIG_ZRAM", "CONFIG_MEMCG", "CONFIG_PSI", "CONFIG_LRU_GEN",
-                "CONFIG_HIST_TRIGGERS", "CONFIG_VIRTIO_BLK", "CONFIG_PREEMPT_DYNAMIC"):
+    for opt in (
+        "CONFIG_SWAP",
+        "CONFIG_ZRAM",
+        "CONFIG_MEMCG",
+        "CONFIG_PSI",
+        "CONFIG_LRU_GEN",
+        "CONFIG_HIST_TRIGGERS",
+        "CONFIG_VIRTIO_BLK",
+        "CONFIG_PREEMPT_DYNAMIC",
+    ):
         assert want[opt] == "y", opt
     assert want["CONFIG_LRU_GEN_ENABLED"] == "n"
     debug = kernel._requested_options(kernel._config_fragments("debug"))

@@ -74,17 +74,21 @@ def perf_script(monkeypatch):
     def fake_run(cmd, **kw):
         calls.append(cmd)
         return subprocess.CompletedProcess(cmd, 0, stdout=SCRIPT, stderr="")
+
     monkeypatch.setattr(kernel_profile.subprocess, "run", fake_run)
     return calls
 
 
 def test_profile_counts_self_and_total_per_reclaim_thread(perf_script, tmp_path):
     prof = kernel_profile.profile(tmp_path / "perf.data", Path("/k/vmlinux"))
-    assert set(prof) == {"kshrinkd0", "kswapd0"}          # app and idle samples left out
+    assert set(prof) == {"kshrinkd0", "kswapd0"}  # app and idle samples left out
     k = prof["kshrinkd0"]
     assert k["samples"] == 4
-    assert k["self"] == {"page_vma_mapped_walk": 1, "folio_referenced": 1,
-                         "_raw_spin_unlock_irq": 2}
+    assert k["self"] == {
+        "page_vma_mapped_walk": 1,
+        "folio_referenced": 1,
+        "_raw_spin_unlock_irq": 2,
+    }
     assert k["total"]["folio_referenced"] == 2 and k["total"]["kthread"] == 2
     assert prof["kswapd0"]["total"]["ktime_get"] == 1
     assert prof["kswapd0"]["samples"] == 4
@@ -119,6 +123,7 @@ def test_check_refuses_bad_rates_and_a_missing_perf(monkeypatch):
 def test_a_failing_perf_script_is_reported_not_raised(tmp_path, monkeypatch):
     def failing(cmd, **kw):
         raise subprocess.CalledProcessError(1, cmd, output="", stderr="perf.data: truncated")
+
     monkeypatch.setattr(kernel_profile.subprocess, "run", failing)
     (tmp_path / kernel_profile.PERF_DATA).write_bytes(b"")
     text = kernel_profile.report(tmp_path, Path("/k/vmlinux")).read_text()
@@ -133,17 +138,20 @@ def test_profile_splits_the_steps_of_reclaim_by_path(perf_script, tmp_path):
     assert paths["rest"] == {"samples": 2, "steps": {"reference check": 1}}
     (tmp_path / kernel_profile.PERF_DATA).write_bytes(b"")
     text = kernel_profile.report(tmp_path, Path("/k/vmlinux")).read_text()
-    assert ("  50.0%  taking victims (take_victims): reference check 25.0%, unmap 25.0%, "
-            "page-out 0.0%") in text
+    assert (
+        "  50.0%  taking victims (take_victims): reference check 25.0%, unmap 25.0%, page-out 0.0%"
+    ) in text
     assert "  50.0%  the rest: reference check 25.0%, unmap 0.0%, page-out 0.0%" in text
-    assert "100.0%  the rest: reference check 50.0%" in text             # kshrinkd0
+    assert "100.0%  the rest: reference check 50.0%" in text  # kshrinkd0
 
 
 def test_time_under_irq_off_locks_is_named_by_the_releasing_function(perf_script, tmp_path):
     """A sample on the unlock counts for the caller, past inline-able wrappers."""
     prof = kernel_profile.profile(tmp_path / "perf.data", Path("/k/vmlinux"))
-    assert prof["kshrinkd0"]["irq_off"] == {"kshrinkd_shrink_inactive": 1,
-                                            "pmr_shrink_active_list": 1}
+    assert prof["kshrinkd0"]["irq_off"] == {
+        "kshrinkd_shrink_inactive": 1,
+        "pmr_shrink_active_list": 1,
+    }
     assert prof["kswapd0"]["irq_off"] == {}
     assert kernel_profile._releaser(["_raw_spin_unlock_irq", "spin_unlock_irq"]) == "[unknown]"
     (tmp_path / kernel_profile.PERF_DATA).write_bytes(b"")

@@ -8,9 +8,16 @@ from pmr_testbed.metrics import load_run, read_table
 
 
 def test_refaults_activated_share_and_deactivations(tmp_path):
-    m = load_run(write_run(tmp_path / "r", vmstat_increments={
-        "workingset_refault_file": 4000, "workingset_activate_file": 1000,
-        "pgdeactivate": 2500}))
+    m = load_run(
+        write_run(
+            tmp_path / "r",
+            vmstat_increments={
+                "workingset_refault_file": 4000,
+                "workingset_activate_file": 1000,
+                "pgdeactivate": 2500,
+            },
+        )
+    )
     b = m.lru_balance
     assert b["file_refaults"] == 4000
     assert b["file_activated_share"] == pytest.approx(0.25)
@@ -25,7 +32,8 @@ def test_list_sizes_are_means_over_the_samples_in_mb(tmp_path):
     b = lru_balance((header, rows))
     assert b["active_file_mb"] == pytest.approx((start + 1500) * PAGE_MB, rel=1e-3)
     assert b["inactive_file_mb"] == pytest.approx(
-        int(rows[0][header.index("nr_inactive_file")]) * PAGE_MB)
+        int(rows[0][header.index("nr_inactive_file")]) * PAGE_MB
+    )
 
 
 def test_file_victims_only_on_a_kernel_that_counts_them(tmp_path):
@@ -39,5 +47,12 @@ def test_no_refaults_no_share_and_no_counters_no_figures(tmp_path):
     assert load_run(write_run(tmp_path / "r")).lru_balance["file_activated_share"] is None
     header, rows = read_table(write_run(tmp_path / "s") / "vmstat.csv")
     i = header.index("pgdeactivate")
-    assert lru_balance(([h for j, h in enumerate(header) if j != i],
-                        [[v for j, v in enumerate(r) if j != i] for r in rows])) is None
+    assert (
+        lru_balance(
+            (
+                [h for j, h in enumerate(header) if j != i],
+                [[v for j, v in enumerate(r) if j != i] for r in rows],
+            )
+        )
+        is None
+    )

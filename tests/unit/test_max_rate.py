@@ -25,7 +25,7 @@ def test_parse_samples_peak_window_and_kswapd_busiest_second():
         sectors += int(rate * 2**20 / 512 / 2)
         ticks += 25 if t < 12 else 50 if t < 13 else 0
         t += 0.5
-    lines.append("17.0 1 2")   # cut off when the sampler was killed
+    lines.append("17.0 1 2")  # cut off when the sampler was killed
     got = max_rate.parse_samples("\n".join(lines))
     assert got.reclaim_peak_mbps == pytest.approx(300.0, rel=0.01)
     assert got.kswapd_busiest_cpu == pytest.approx(1.0)
@@ -49,10 +49,14 @@ def test_guest_command_swaps_on_the_disk_sets_original_and_parses(tmp_path):
     p = profiles.load("pixel6pro")
     script = max_rate.guest_command(p, tmp_path)
     wm = p.watermarks()
-    for part in ("swapon /dev/$dev", "echo n > /sys/kernel/mm/lru_gen/enabled",
-                 f"echo {wm['min_free_kbytes']} > /proc/sys/vm/min_free_kbytes",
-                 "alloc --mb", f"--threads {max_rate.WORKERS}",
-                 str(tmp_path / max_rate.SAMPLES_FILE)):
+    for part in (
+        "swapon /dev/$dev",
+        "echo n > /sys/kernel/mm/lru_gen/enabled",
+        f"echo {wm['min_free_kbytes']} > /proc/sys/vm/min_free_kbytes",
+        "alloc --mb",
+        f"--threads {max_rate.WORKERS}",
+        str(tmp_path / max_rate.SAMPLES_FILE),
+    ):
         assert part in script, part
     job = max_rate.allocator(p)
     assert f"--mb {job['bytes_mb']} " in script
@@ -62,8 +66,14 @@ def test_guest_command_swaps_on_the_disk_sets_original_and_parses(tmp_path):
 
 
 def test_fio_4k_iops_is_read_from_the_second_job():
-    two = json.dumps({"jobs": [{"write": {"bw_bytes": 2**20, "iops": 1.0}},
-                               {"write": {"bw_bytes": 4096, "iops": 25000.5}}]})
+    two = json.dumps(
+        {
+            "jobs": [
+                {"write": {"bw_bytes": 2**20, "iops": 1.0}},
+                {"write": {"bw_bytes": 4096, "iops": 25000.5}},
+            ]
+        }
+    )
     assert swap_bandwidth.parse_fio_4k_iops(two) == 25000.5
     one = json.dumps({"jobs": [{"write": {"bw_bytes": 2**20, "iops": 1.0}}]})
     assert swap_bandwidth.parse_fio_4k_iops(one) is None
@@ -73,10 +83,14 @@ def test_fio_4k_iops_is_read_from_the_second_job():
 
 def test_guest_fio_command_runs_both_jobs(tmp_path):
     cmd = swap_bandwidth.guest_command("pmrswap", tmp_path / "fio.json")
-    for option in ("--name=swap-write", "--name=swap-randwrite-4k", "--rw=randwrite",
-                   "--bs=4k", "--stonewall=1"):
+    for option in (
+        "--name=swap-write",
+        "--name=swap-randwrite-4k",
+        "--rw=randwrite",
+        "--bs=4k",
+        "--stonewall=1",
+    ):
         assert option in cmd
-
 
 
 def test_ceiling_refuses_an_allocator_that_did_not_swap(tmp_path, monkeypatch):
@@ -88,8 +102,9 @@ def test_ceiling_refuses_an_allocator_that_did_not_swap(tmp_path, monkeypatch):
         max_rate.ceiling(None, "tcg", tmp_path)
     assert not (tmp_path / "cache.json").exists()
     boots = iter([40.0, 30.0, 50.0])
-    monkeypatch.setattr(max_rate, "_boot",
-                        lambda *a, **k: max_rate.MaxRate(next(boots), 0.9, 100.0))
+    monkeypatch.setattr(
+        max_rate, "_boot", lambda *a, **k: max_rate.MaxRate(next(boots), 0.9, 100.0)
+    )
     got = max_rate.ceiling(None, "tcg", tmp_path)
     assert got["reclaim_peak_mbps"] == 40.0 and len(got["boots"]) == 3
     # cached: measured once per host

@@ -12,8 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from fakerun import (ramp, PMR_VMSTAT_KEYS, RUN_WALL_S, CutOff, fake_campaign_runner,
-                     kswapd_round, switch, trace_line, trace_text, write_campaign, write_run, writeback_time)
+from fakerun import (
+    PMR_VMSTAT_KEYS,
+    RUN_WALL_S,
+    CutOff,
+    fake_campaign_runner,
+    kswapd_round,
+    ramp,
+    switch,
+    trace_line,
+    trace_text,
+    write_campaign,
+    write_run,
+    writeback_time,
+)
 from pmr_testbed import paper, paper_report, paths, profiles, regime, report, shortfall
 from pmr_testbed.errors import UserError
 from pmr_testbed.significance import permutation_p
@@ -41,8 +53,10 @@ def test_quick_plan(tmp_path):
     assert (by_name["main"].profile, by_name["devices"].profile) == ("pixel6pro", "pixel5")
     assert by_name["devices"].schemes == ("original", "pmr")
     # the regime's demand_over_reclaim needs the floor
-    assert (by_name["floor"].profile, by_name["floor"].schemes) == ("pixel6pro-roomy",
-                                                                   ("original",))
+    assert (by_name["floor"].profile, by_name["floor"].schemes) == (
+        "pixel6pro-roomy",
+        ("original",),
+    )
     assert all(c.reps == 1 for c in p.campaigns)
     # relaunches need rounds after the first: main runs several, the others one
     assert by_name["main"].rounds == paper.QUICK_MAIN_ROUNDS >= 2
@@ -69,23 +83,33 @@ def test_full_plan_runs_the_headline_schemes(tmp_path, monkeypatch):
     assert "pps" in by_name["devices"].schemes
     # every scheme file (but the modifiers) runs in thorough mode
     assert paper.plan(tmp_path / "t", mode="thorough").campaign("main").schemes == (
-        "original", "mglru", "pps", "pmr", "ice")
+        "original",
+        "mglru",
+        "pps",
+        "pmr",
+        "ice",
+    )
     # the headline ratios get their repetitions, the figures beside them one
     assert p.reps == by_name["main"].reps == 3
     assert (by_name["main"].rounds, by_name["devices"].rounds) == (10, 2)
     assert by_name["devices"].reps == by_name["delta"].reps == by_name["unit-pixel6pro"].reps == 1
     assert by_name["delta"].rounds == by_name["unit-pixel6pro"].rounds == 2
     assert [d.multiple for d in p.delta] == [1, 3, 5]
-    assert not p.reuse_main   # main runs 10 rounds, the sweeps 2
+    assert not p.reuse_main  # main runs 10 rounds, the sweeps 2
     # pmr as it is (delta 3x, the profile's 16 MB) runs once, in delta, for both sweeps
     assert p.unit_from_delta and p.main_unit_kb == 16384
     assert by_name["delta"].schemes == tuple(d.scheme for d in p.delta)
     assert by_name["delta"].schemes[1] == "pmr" and p.delta[1].multiple == 3
     assert by_name["unit-pixel6pro"].schemes == tuple(
-        f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (64, 1024))
+        f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (64, 1024)
+    )
     floor = by_name["floor"]
-    assert (floor.profile, floor.schemes, floor.reps, floor.rounds) == \
-        ("pixel6pro-roomy", ("original",), 1, 2)
+    assert (floor.profile, floor.schemes, floor.reps, floor.rounds) == (
+        "pixel6pro-roomy",
+        ("original",),
+        1,
+        2,
+    )
     four = paper.plan(tmp_path / "out", reps=4)
     assert four.reps == four.campaign("main").reps == 4 and four.campaign("delta").reps == 1
 
@@ -93,8 +117,7 @@ def test_full_plan_runs_the_headline_schemes(tmp_path, monkeypatch):
 def test_thorough_plan_runs_everything_at_every_rep(tmp_path):
     p = paper.plan(tmp_path / "out", mode="thorough")
     by_name = {c.name: c for c in p.campaigns}
-    assert list(by_name) == ["main", "devices", "delta", "unit-pixel6pro", "unit-pixel5",
-                             "floor"]
+    assert list(by_name) == ["main", "devices", "delta", "unit-pixel6pro", "unit-pixel5", "floor"]
     floor = by_name["floor"]
     assert (floor.profile, floor.schemes, floor.rounds) == ("pixel6pro-roomy", ("original",), 10)
     assert p.reps == 3 and all(c.reps == 3 for c in p.campaigns)
@@ -105,8 +128,10 @@ def test_thorough_plan_runs_everything_at_every_rep(tmp_path):
     assert not p.reuse_main
     assert by_name["unit-pixel5"].profile == "pixel5"
     # pixel6pro's own unit (16 MB) comes from delta; pixel5 runs every unit
-    assert by_name["unit-pixel5"].schemes == (*by_name["unit-pixel6pro"].schemes,
-                                              "pmr@pmr_unmap_unit_kbytes=16384")
+    assert by_name["unit-pixel5"].schemes == (
+        *by_name["unit-pixel6pro"].schemes,
+        "pmr@pmr_unmap_unit_kbytes=16384",
+    )
     assert len(by_name["unit-pixel5"].schemes) == 5
 
 
@@ -121,8 +146,9 @@ def _kernel_high_watermark_pages(ram_mb: int, min_free_kb: int, wsf: int) -> flo
 def test_delta_is_computed_from_the_guests_high_watermark(tmp_path):
     prof = profiles.load("pixel6pro")
     wm = prof.watermarks()
-    high = _kernel_high_watermark_pages(prof.guest_ram_mb, wm["min_free_kbytes"],
-                                        wm["watermark_scale_factor"])
+    high = _kernel_high_watermark_pages(
+        prof.guest_ram_mb, wm["min_free_kbytes"], wm["watermark_scale_factor"]
+    )
     p = paper.plan(tmp_path / "out")
     assert p.nr_to_reclaim_pages == pytest.approx(high, abs=1)
     # within 1% of what the guest's kernel reports (nr_to_reclaim 6556 pages, ~25.6 MB)
@@ -138,12 +164,15 @@ def test_delta_is_computed_from_the_guests_high_watermark(tmp_path):
     assert paper.guest_high_watermark_pages(higher) > 1.8 * p.nr_to_reclaim_pages
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"reps": 0, "mode": "quick"}, "--reps must be at least 1"),
-    ({"reps": 2}, "the full evaluation needs --reps 3 or more"),
-    ({"reps": 1, "mode": "thorough"}, "the thorough evaluation needs --reps 3 or more"),
-    ({"mode": "fast"}, "unknown mode 'fast': use one of quick, full, thorough"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"reps": 0, "mode": "quick"}, "--reps must be at least 1"),
+        ({"reps": 2}, "the full evaluation needs --reps 3 or more"),
+        ({"reps": 1, "mode": "thorough"}, "the thorough evaluation needs --reps 3 or more"),
+        ({"mode": "fast"}, "unknown mode 'fast': use one of quick, full, thorough"),
+    ],
+)
 def test_bad_plans_are_refused(tmp_path, kwargs, message):
     with pytest.raises(UserError, match=re.escape(message)):
         paper.plan(tmp_path / "out", **kwargs)
@@ -164,9 +193,11 @@ def test_estimates(tmp_path):
         assert paper.run_seconds(profile, 1) == pytest.approx(fixed + per_round)
     for c in (c for p in plans.values() for c in p.campaigns):
         assert paper.estimate_s(c) == pytest.approx(
-            paper.CAMPAIGN_OVERHEAD_S + c.runs * paper.run_seconds(c.profile, c.rounds)
+            paper.CAMPAIGN_OVERHEAD_S
+            + c.runs * paper.run_seconds(c.profile, c.rounds)
             + (paper.SWAP_BANDWIDTH_S if c.name in ("main", "devices") else 0)
-            + (paper.MAX_RATE_S if c.name == "main" else 0))
+            + (paper.MAX_RATE_S if c.name == "main" else 0)
+        )
     # quick and full are planned to fit their 20 min and 2 h budgets;
     # thorough has no budget and takes more than twice full's
     assert total["quick"] <= 20 * 60 and plans["quick"].target_s == 20 * 60
@@ -179,8 +210,9 @@ def test_estimates(tmp_path):
     lines = paper.estimate_lines(five, {"main": "finished"})
     assert "over the 2 h target" in lines[-1]
     assert "[finished: skipped]" in next(ln for ln in lines if ln.strip().startswith("main"))
-    remaining = sum(paper.estimate_s(c) for c in five.campaigns) \
-        - paper.estimate_s(five.campaign("main"))
+    remaining = sum(paper.estimate_s(c) for c in five.campaigns) - paper.estimate_s(
+        five.campaign("main")
+    )
     assert f"~{paper.duration_text(remaining)} still to run" in lines[-1]
     assert "target" not in paper.estimate_lines(plans["thorough"], {})[-1]
 
@@ -203,42 +235,69 @@ PMR_PEAK = {1: 36, 2: 36, 3: 42}
 FLOOR_ANON_PAGES = 40 * 4 * 256
 
 
-
 def make_run(profile: str, scheme: str, rep: int) -> dict:
     (part,) = parse_name(scheme)
     resp, peak, kills, allocstall, kswapd, kshrinkd, pswpout, rounds = FIGURES[part.base]
     if part.base == "pmr":
         resp, peak = PMR_RESPONSE[rep], PMR_PEAK[rep]
     overrides = dict(part.overrides)
-    if paper.DELTA_KEY in overrides:      # delta: response grows with delta
+    if paper.DELTA_KEY in overrides:  # delta: response grows with delta
         resp = 300 + int(overrides[paper.DELTA_KEY]) / 1000
-    if paper.UNIT_KEY in overrides:       # unit: best at 1 MB
+    if paper.UNIT_KEY in overrides:  # unit: best at 1 MB
         peak = 50 - 5 * abs(math.log2(int(overrides[paper.UNIT_KEY]) / 1024))
     if profile == "pixel5":
         peak *= 0.8
     events = []
     if rounds:
         duration, wb = rounds
-        events = [writeback_time(1.5, 32, (wb - 1) * MS, 32, 1 * MS),
-                  kswapd_round(1.505, 6556, 3000, duration * MS)]
+        events = [
+            writeback_time(1.5, 32, (wb - 1) * MS, 32, 1 * MS),
+            kswapd_round(1.505, 6556, 3000, duration * MS),
+        ]
         if kshrinkd:
-            events.append(trace_line(2.0, "mm_vmscan_kshrinkd_round",
-                                     {"nid": 0, "nr_to_shrink": 6556, "nr_scanned": 9000,
-                                      "nr_added": 6556, "nr_victim": 19668, "target": 19668},
-                                     task="kshrinkd0", pid=38))
+            events.append(
+                trace_line(
+                    2.0,
+                    "mm_vmscan_kshrinkd_round",
+                    {
+                        "nid": 0,
+                        "nr_to_shrink": 6556,
+                        "nr_scanned": 9000,
+                        "nr_added": 6556,
+                        "nr_victim": 19668,
+                        "target": 19668,
+                    },
+                    task="kshrinkd0",
+                    pid=38,
+                )
+            )
     threads = {"kswapd0": kswapd, **({"kshrinkd0": kshrinkd} if kshrinkd else {})}
     vmstat = {"allocstall_normal": allocstall, "pswpout": pswpout}
     vmstat_keys = PMR_VMSTAT_KEYS
-    if profile == paper.FLOOR_PROFILE:    # the floor: how fast the apps demand memory
+    if profile == paper.FLOOR_PROFILE:  # the floor: how fast the apps demand memory
         vmstat["nr_anon_pages"] = FLOOR_ANON_PAGES
         vmstat_keys = [*PMR_VMSTAT_KEYS, "nr_anon_pages"]
-    return {"switches": [switch("chrome", "cold", resp, 0), switch("youtube", "hot", resp, 0)],
-            "kills": [{"t_ms": 3000, "type": "kill", "app": "x", "pid": 1, "adj": 950,
-                       "rss_kb": 1, "level": "medium", "reason": "r"}] * kills,
-            "vmstat_increments": vmstat,
-            "write_sectors": ramp([0, peak / 2, peak, 0]), "threads_cpu": threads,
-            "extra_vmstat_keys": vmstat_keys,
-            "trace": trace_text(events) if rounds else None}
+    return {
+        "switches": [switch("chrome", "cold", resp, 0), switch("youtube", "hot", resp, 0)],
+        "kills": [
+            {
+                "t_ms": 3000,
+                "type": "kill",
+                "app": "x",
+                "pid": 1,
+                "adj": 950,
+                "rss_kb": 1,
+                "level": "medium",
+                "reason": "r",
+            }
+        ]
+        * kills,
+        "vmstat_increments": vmstat,
+        "write_sectors": ramp([0, peak / 2, peak, 0]),
+        "threads_cpu": threads,
+        "extra_vmstat_keys": vmstat_keys,
+        "trace": trace_text(events) if rounds else None,
+    }
 
 
 def _no_progress(msg, finished):
@@ -266,10 +325,24 @@ def quick_out(tmp_path_factory):
 # that runs them at quick's size, main included, so that main's pmr runs are
 # the sweeps' kernel-default point (reuse_main).
 SWEEPS_MODE = paper.Mode(
-    "sweeps", default_reps=1, min_reps=1, target_s=None, main_rounds=1,
-    main_schemes=paper.QUICK_SCHEMES, device_schemes=paper.QUICK_SCHEMES, device_reps=None,
-    device_rounds=1, sweep_reps=None, sweep_rounds=1, delta_multiples=(1, 3),
-    units_kb=(1024, 16384), other_unit_sweep=False, floor=True, floor_reps=1, floor_rounds=1)
+    "sweeps",
+    default_reps=1,
+    min_reps=1,
+    target_s=None,
+    main_rounds=1,
+    main_schemes=paper.QUICK_SCHEMES,
+    device_schemes=paper.QUICK_SCHEMES,
+    device_reps=None,
+    device_rounds=1,
+    sweep_reps=None,
+    sweep_rounds=1,
+    delta_multiples=(1, 3),
+    units_kb=(1024, 16384),
+    other_unit_sweep=False,
+    floor=True,
+    floor_reps=1,
+    floor_rounds=1,
+)
 
 
 @pytest.fixture(scope="module")
@@ -288,16 +361,27 @@ def test_every_campaign_runs_into_its_own_results_dir(quick_out):
     assert [req.out.name for req in runner.calls] == [c.name for c in p.campaigns]
     main_req = runner.calls[0]
     assert (main_req.scenario, main_req.profile, main_req.rounds, main_req.reps) == (
-        "paper", "pixel6pro", paper.QUICK_MAIN_ROUNDS, 1)
+        "paper",
+        "pixel6pro",
+        paper.QUICK_MAIN_ROUNDS,
+        1,
+    )
     assert main_req.schemes == "original,pmr"
     by_dir = {req.out.name: req for req in runner.calls}
     assert by_dir["devices"].schemes == "original,pmr" and by_dir["devices"].profile == "pixel5"
     floor = by_dir["floor"]
     assert (floor.profile, floor.schemes, floor.rounds, floor.reps) == (
-        "pixel6pro-roomy", "original", 1, 1)
+        "pixel6pro-roomy",
+        "original",
+        1,
+        1,
+    )
     # the fio boot ends main and devices, the max-rate boot main only
     assert [(req.out.name, req.swap_bandwidth, req.max_rate) for req in runner.calls] == [
-        ("main", True, True), ("devices", True, False), ("floor", False, False)]
+        ("main", True, True),
+        ("devices", True, False),
+        ("floor", False, False),
+    ]
     # 2 + 2 runs of original and pmr, 1 floor
     assert len(runner.runs) == sum(c.runs for c in p.campaigns) == 5
     assert ("floor", "original", 1) in runner.runs
@@ -313,8 +397,13 @@ def test_every_campaign_runs_into_its_own_results_dir(quick_out):
 
 def test_the_sweeps_campaigns_leave_out_what_main_ran(sweeps_out):
     p, result, runner = sweeps_out
-    assert [req.out.name for req in runner.calls] == ["main", "devices", "delta",
-                                                      "unit-pixel6pro", "floor"]
+    assert [req.out.name for req in runner.calls] == [
+        "main",
+        "devices",
+        "delta",
+        "unit-pixel6pro",
+        "floor",
+    ]
     # the delta campaign runs 1x alone (3x is main's pmr): one point, no sweep
     # plot of its own; paper.md's Fig. 15a has both
     assert len(p.campaign("delta").schemes) == 1
@@ -334,12 +423,14 @@ def test_paper_md_has_the_regime_before_the_headline_ratios(quick_out):
     assert "- `demand_over_reclaim`:" not in md
     saved = json.loads((p.out / "regime.json").read_text())
     assert saved["source"]["layout"] == "paper"
-    assert saved["source"]["floor"] == {"dir": "floor", "profile": "pixel6pro-roomy",
-                                        "original_reps": [1]}
+    assert saved["source"]["floor"] == {
+        "dir": "floor",
+        "profile": "pixel6pro-roomy",
+        "original_reps": [1],
+    }
     demand = next(c for c in saved["checks"] if c["name"] == "demand_over_reclaim")
     assert demand["value"] == pytest.approx(2.0)
-    assert saved["source"]["main"] == {"dir": "main", "profile": "pixel6pro",
-                                       "original_reps": [1]}
+    assert saved["source"]["main"] == {"dir": "main", "profile": "pixel6pro", "original_reps": [1]}
     # the other phone's peak_over_fio, from devices: the fake campaigns ran no fio
     other = saved["devices"]
     assert (other["profile"], other["source"]["dir"]) == ("pixel5", "devices")
@@ -349,8 +440,10 @@ def test_paper_md_has_the_regime_before_the_headline_ratios(quick_out):
     assert "On `pixel5` (`devices`): peak_over_fio" in md
     # each campaign's own, beside its report
     for c in p.campaigns:
-        assert json.loads((p.out / c.name / "regime.json").read_text())["source"]["layout"] \
+        assert (
+            json.loads((p.out / c.name / "regime.json").read_text())["source"]["layout"]
             == "campaign"
+        )
 
 
 def test_paper_md_summary_and_plots_are_written(quick_out):
@@ -359,7 +452,7 @@ def test_paper_md_summary_and_plots_are_written(quick_out):
     md = result.markdown.read_text()
     sweeps = {paper_report.PLOTS["fig15a"], paper_report.PLOTS["fig15b"]}
     for file in paper_report.PLOTS.values():
-        if file in sweeps:   # quick mode runs no sweeps
+        if file in sweeps:  # quick mode runs no sweeps
             assert not (p.out / "plots" / file).exists() and f"](plots/{file})" not in md
             continue
         assert (p.out / "plots" / file).read_bytes()[:8] == PNG_MAGIC
@@ -382,8 +475,10 @@ def test_paper_md_summary_and_plots_are_written(quick_out):
     assert s["floor"]["response_ms"] == pytest.approx(1000)
     assert s["floor"]["demand_mbps"] == pytest.approx(40.0)
     # and the missed peak throughput's shortfall weighs it against original's peak
-    assert ("- the apps' fastest second of anonymous memory growth without memory pressure "
-            "(`floor`): 40.0 MB/s, 2.00 x original's peak") in md
+    assert (
+        "- the apps' fastest second of anonymous memory growth without memory pressure "
+        "(`floor`): 40.0 MB/s, 2.00 x original's peak"
+    ) in md
 
 
 def test_the_report_says_how_long_the_campaigns_took_against_the_budget(quick_out, tmp_path):
@@ -395,8 +490,10 @@ def test_the_report_says_how_long_the_campaigns_took_against_the_budget(quick_ou
     assert t["estimate_s"] == pytest.approx(sum(paper.estimate_s(c) for c in p.campaigns))
     assert t["campaigns"]["main"]["took_s"] == RUN_WALL_S * p.campaign("main").runs
     md = result.markdown.read_text()
-    assert f"The campaigns took **{paper_report.took_text(RUN_WALL_S * runs)}** against the " \
+    assert (
+        f"The campaigns took **{paper_report.took_text(RUN_WALL_S * runs)}** against the "
         "quick mode's budget of 20 min, within it" in md
+    )
     # one campaign over the budget on its own; another without a recorded time
     out = tmp_path / "slow"
     shutil.copytree(p.out, out)
@@ -419,8 +516,10 @@ def test_the_report_says_how_long_the_campaigns_took_against_the_budget(quick_ou
     thorough = dataclasses.replace(p, mode="thorough")
     t = paper_report.time_summary(thorough, paper_report.collect(p))
     assert t["budget_s"] is None and t["within_budget"] is None and t["took_s"] is not None
-    assert "(thorough mode: no budget) (estimate" in paper_report.time_lines(
-        thorough, paper_report.collect(p))[0]
+    assert (
+        "(thorough mode: no budget) (estimate"
+        in paper_report.time_lines(thorough, paper_report.collect(p))[0]
+    )
 
 
 def test_took_text():
@@ -430,7 +529,7 @@ def test_took_text():
 
 
 def test_fig5_split_and_table3_beside_the_paper(quick_out):
-    p, result, _ = quick_out
+    _, result, _ = quick_out
     md = result.markdown.read_text()
     rows = _rows(md, "Fig. 5")
     assert rows["paper: original (Pixel 6 Pro)"][3:5] == ["4.48", "3.66"]
@@ -442,7 +541,7 @@ def test_fig5_split_and_table3_beside_the_paper(quick_out):
     assert t3["pmr"][1:5] == ["6.00", "4.50", "10.5", "1.050"]
     # the kills come 3 s into the 4-s runs: three quarters of the CPU until then
     assert t3["original"][5:7] == ["7.50", "1"]
-    assert t3["pmr"][5] == "7.88"   # threads_cpu.csv's two decimals: 7.88 / 7.50 = 1.051
+    assert t3["pmr"][5] == "7.88"  # threads_cpu.csv's two decimals: 7.88 / 7.50 = 1.051
     assert float(t3["pmr"][6]) == pytest.approx(1.05, abs=0.002)
     assert t3["pmr"][-4:] == ["14.51", "11.10", "25.61", "1.053"]
     flash = _rows(md, "Flash write volume")
@@ -460,7 +559,7 @@ def test_fig14_says_when_devices_ran_fewer_rounds_than_main(tmp_path):
 
 
 def test_fig14(quick_out):
-    p, result, _ = quick_out
+    _, result, _ = quick_out
     md = result.markdown.read_text()
     # quick's devices ran 1 round, main QUICK_MAIN_ROUNDS
     assert f"`devices` ran 1 round and `main` {paper.QUICK_MAIN_ROUNDS}" in md
@@ -480,14 +579,14 @@ def test_fig15_sweeps(sweeps_out):
     assert s["delta"]["points"][1]["kbytes"] == 3 * p.nr_to_reclaim_pages * 4
     fig15a = _rows(md, "Fig. 15a")
     assert [k for k in fig15a if k.endswith("x")] == ["1x", "3x"]
-    assert fig15a["3x"][4] == "1"   # runs
+    assert fig15a["3x"][4] == "1"  # runs
     # 3x (the kernel's default) is main's pmr, response 440 ms
     assert fig15a["3x"][3] == "`pmr (main)`" and fig15a["3x"][5] == "440"
     assert fig15a["1x"][3].startswith("`pmr@pmr_victim_target_kbytes=")
     assert "kshrinkd reported it in main's pmr runs: 76.8 MB" in md
     assert "best unit by median peak throughput **1024 kB**" in md
     fig15b = _rows(md, "Fig. 15b")
-    own = str(profiles.load("pixel6pro").unmap_unit_kb)   # main's pmr, at the profile's unit
+    own = str(profiles.load("pixel6pro").unmap_unit_kb)  # main's pmr, at the profile's unit
     assert [k for k in fig15b if k[0].isdigit()] == ["1024", "16384"]
     assert fig15b[own][1] == "`pmr (main)`" and fig15b[own][3].startswith("3")
     assert fig15b["1024"][1:4] == ["`pmr@pmr_unmap_unit_kbytes=1024`", "1", "50.0"]
@@ -515,22 +614,30 @@ def test_a_cut_off_campaign_is_continued(tmp_path):
     assert paper.statuses(p) == {"main": "finished", "devices": "partial", "floor": "new"}
     devices = p.campaign("devices")
     assert paper.recorded_runs(p, devices) == 1
-    assert paper.runs_to_go(p, paper.statuses(p)) == devices.runs - 1 + \
-        p.campaign("floor").runs == 2
+    assert (
+        paper.runs_to_go(p, paper.statuses(p)) == devices.runs - 1 + p.campaign("floor").runs == 2
+    )
     lines = paper.estimate_lines(p, paper.statuses(p))
-    assert any(line.startswith("  devices")
-               and f"[cut off: 1 of {devices.runs} runs done]" in line for line in lines)
+    assert any(
+        line.startswith("  devices") and f"[cut off: 1 of {devices.runs} runs done]" in line
+        for line in lines
+    )
     runner = fake_campaign_runner(make_run)
     result, said = _run(p, runner)
     assert [(req.out.name, req.resume) for req in runner.calls] == [
-        ("devices", True), ("floor", False)]
+        ("devices", True),
+        ("floor", False),
+    ]
     # devices' first run is kept, not run again
     assert ("devices", devices.schemes[0], 1) in first.runs
     assert [r for r in runner.runs if r[0] == "devices"] == [
-        ("devices", s, 1) for s in devices.schemes[1:]]
+        ("devices", s, 1) for s in devices.schemes[1:]
+    ]
     assert result.skipped == ["main"] and result.moved == {}
-    assert any(f"devices: cut off earlier, continued (1 of {devices.runs} runs done)" in line
-               for line in said)
+    assert any(
+        f"devices: cut off earlier, continued (1 of {devices.runs} runs done)" in line
+        for line in said
+    )
     assert set(paper.statuses(p).values()) == {"finished"}
 
 
@@ -541,7 +648,10 @@ def test_a_cut_off_campaign_on_another_setup_is_moved_aside_and_run_again(tmp_pa
     runner = fake_campaign_runner(make_run, setup_changed=frozenset({"devices"}))
     result, said = _run(p, runner)
     assert [(req.out.name, req.resume) for req in runner.calls] == [
-        ("devices", True), ("devices", False), ("floor", False)]
+        ("devices", True),
+        ("devices", False),
+        ("floor", False),
+    ]
     assert result.moved["devices"] == p.out / "devices.incomplete-1"
     assert json.loads((p.out / "devices.incomplete-1" / "campaign.json").read_text())["runs"]
     assert any("another kernel; moved to" in line for line in said)
@@ -553,26 +663,62 @@ def test_a_campaign_with_a_failed_run_is_continued(tmp_path):
     spec = p.campaign("main")
     runs = [{"scheme": s, "rep": 1, "status": "ok"} for s in spec.schemes]
     runs[-1]["status"] = "failed"
-    write_campaign(p.out / "main", list(spec.schemes), runs, reps=spec.reps, scenario="paper",
-                   profile=spec.profile, seed=p.seed, rounds=spec.rounds)
+    write_campaign(
+        p.out / "main",
+        list(spec.schemes),
+        runs,
+        reps=spec.reps,
+        scenario="paper",
+        profile=spec.profile,
+        seed=p.seed,
+        rounds=spec.rounds,
+    )
     assert paper.statuses(p)["main"] == "partial"
     assert paper.recorded_runs(p, spec) == spec.runs - 1
 
 
 def test_a_directory_with_another_plan_is_refused(tmp_path):
     p = paper.plan(tmp_path / "out", mode="quick")
-    write_campaign(p.out / "main", ["original", "pmr"], [], reps=3, scenario="paper",
-                   profile="pixel6pro", seed=1, rounds=paper.QUICK_MAIN_ROUNDS)
+    write_campaign(
+        p.out / "main",
+        ["original", "pmr"],
+        [],
+        reps=3,
+        scenario="paper",
+        profile="pixel6pro",
+        seed=1,
+        rounds=paper.QUICK_MAIN_ROUNDS,
+    )
     with pytest.raises(UserError, match=r"holds another campaign \(reps 3, not 1\)"):
         paper.statuses(p)
     # a quick output from before pps left quick mode's devices
-    write_campaign(p.out / "main", ["original", "pmr"], [], reps=1, scenario="paper",
-                   profile="pixel6pro", seed=1, rounds=paper.QUICK_MAIN_ROUNDS)
-    write_campaign(p.out / "devices", ["original", "pps", "pmr"], [], reps=1, scenario="paper",
-                   profile="pixel5", seed=1, rounds=1)
-    with pytest.raises(UserError, match=re.escape(
+    write_campaign(
+        p.out / "main",
+        ["original", "pmr"],
+        [],
+        reps=1,
+        scenario="paper",
+        profile="pixel6pro",
+        seed=1,
+        rounds=paper.QUICK_MAIN_ROUNDS,
+    )
+    write_campaign(
+        p.out / "devices",
+        ["original", "pps", "pmr"],
+        [],
+        reps=1,
+        scenario="paper",
+        profile="pixel5",
+        seed=1,
+        rounds=1,
+    )
+    with pytest.raises(
+        UserError,
+        match=re.escape(
             "devices holds another campaign (schemes ['original', 'pps', 'pmr'], "
-            "not ['original', 'pmr'])")):
+            "not ['original', 'pmr'])"
+        ),
+    ):
         paper.statuses(p)
 
 
@@ -589,11 +735,24 @@ def main_3reps(tmp_path_factory):
         for scheme in spec.schemes:
             write_run(d / "runs" / f"{scheme}-r{rep}", **make_run("pixel6pro", scheme, rep))
             failed = scheme == "pmr" and rep == 2
-            runs.append({"scheme": scheme, "rep": rep, "status": "failed" if failed else "ok",
-                         "error": "guest run exited with status 1" if failed else None})
-    write_campaign(d, list(spec.schemes), runs, scenario="paper", profile="pixel6pro", seed=1,
-                   rounds=10, swap_bandwidth={"write_mbps": 50.0, "fio": {"iodepth": 16},
-                                              "error": None})
+            runs.append(
+                {
+                    "scheme": scheme,
+                    "rep": rep,
+                    "status": "failed" if failed else "ok",
+                    "error": "guest run exited with status 1" if failed else None,
+                }
+            )
+    write_campaign(
+        d,
+        list(spec.schemes),
+        runs,
+        scenario="paper",
+        profile="pixel6pro",
+        seed=1,
+        rounds=10,
+        swap_bandwidth={"write_mbps": 50.0, "fio": {"iodepth": 16}, "error": None},
+    )
     summary, ok = paper_report.build_summary(d)
     return {"main": paper_report.Collected(spec, "finished", summary, ok, 12)}
 
@@ -612,7 +771,7 @@ def test_headline_ratios_pair_reps_and_mark_targets(main_3reps):
     assert ratios["kills"]["status"] == "met"
     assert ratios["direct_reclaims"]["median"] == pytest.approx(0.6)
     assert ratios["direct_reclaims"]["status"] == "missed"
-    assert ratios["reclaim_cpu"]["median"] == pytest.approx(1.05)     # (6 + 4.5) / 10
+    assert ratios["reclaim_cpu"]["median"] == pytest.approx(1.05)  # (6 + 4.5) / 10
     assert ratios["reclaim_cpu"]["status"] == "missed"
     assert ratios["flash_writes"]["median"] == pytest.approx(27000 / 25600)
     assert ratios["flash_writes"]["status"] == "met"
@@ -627,8 +786,7 @@ def test_headline_ratios_pair_reps_and_mark_targets(main_3reps):
 
 def test_met_and_missed_in_the_table_and_the_shortfalls(main_3reps, tmp_path):
     p = paper.plan(tmp_path / "out")
-    collected = {c.name: paper_report.Collected(c, "missing")
-                 for c in p.campaigns}
+    collected = {c.name: paper_report.Collected(c, "missing") for c in p.campaigns}
     collected |= main_3reps
     ratios = paper_report.headline_ratios(collected)
     md = paper_report.render(p, collected, ratios)
@@ -641,12 +799,19 @@ def test_met_and_missed_in_the_table_and_the_shortfalls(main_3reps, tmp_path):
     assert rows["reclaim CPU (kswapd + kshrinkd), PPS"][6] == "no target"
     short = md.split("## What fell short, and where it goes")[1]
     missed = re.findall(r"^### (.+) \(pmr / original\)$", short, re.M)
-    assert missed == ["peak reclaim throughput", "direct reclaims (allocstall)",
-                      "reclaim CPU (kswapd + kshrinkd)"]
+    assert missed == [
+        "peak reclaim throughput",
+        "direct reclaims (allocstall)",
+        "reclaim CPU (kswapd + kshrinkd)",
+    ]
     peak = short.split("### peak reclaim throughput")[1].split("###")[0]
     assert "- peak against the disk's 50.0 MB/s (fio): pmr 3" in peak
-    assert re.search(r"^- the disk caps the peak ratio against original at \d+\.\d\d "
-                     r"\(50\.0 MB/s over original's [\d.]+ MB/s\)$", peak, re.M)
+    assert re.search(
+        r"^- the disk caps the peak ratio against original at \d+\.\d\d "
+        r"\(50\.0 MB/s over original's [\d.]+ MB/s\)$",
+        peak,
+        re.M,
+    )
     cpu = short.split("### reclaim CPU")[1].split("###")[0]
     assert "- kswapd CPU s: pmr 6.00, original 10.0" in cpu
     assert "- `devices`: not run yet" in short
@@ -654,13 +819,19 @@ def test_met_and_missed_in_the_table_and_the_shortfalls(main_3reps, tmp_path):
 
 
 def test_kill_shortfall_names_lmkd_reasons():
-    schemes = {"pmr": {"kills": 10, "kills_by_reason": {"low_mem_and_swap": 9,
-                                                         "low_swap_and_thrashing": 1}},
-               "original": {"kills": 9, "kills_by_reason": {"low_mem_and_swap": 9}}}
+    schemes = {
+        "pmr": {
+            "kills": 10,
+            "kills_by_reason": {"low_mem_and_swap": 9, "low_swap_and_thrashing": 1},
+        },
+        "original": {"kills": 9, "kills_by_reason": {"low_mem_and_swap": 9}},
+    }
     lines = shortfall.evidence("kills", "pmr", "original", schemes)
     assert "LMKD kills: pmr 10, original 9" in lines
-    assert ("LMKD kills by reason: pmr low_mem_and_swap 9, low_swap_and_thrashing 1; "
-            "original low_mem_and_swap 9") in lines
+    assert (
+        "LMKD kills by reason: pmr low_mem_and_swap 9, low_swap_and_thrashing 1; "
+        "original low_mem_and_swap 9"
+    ) in lines
 
 
 def test_a_scheme_the_mode_did_not_run_is_not_measured(quick_out):
@@ -670,15 +841,21 @@ def test_a_scheme_the_mode_did_not_run_is_not_measured(quick_out):
     assert vs_mglru["status"] == "not measured" and vs_mglru["median"] is None
     assert "mglru was not run" in vs_mglru["reason"]
     assert "response_time_vs_mglru" not in s["missed"]
-    pps = s["ratios"]["pps_reclaim_cpu"]   # quick mode runs no pps
+    pps = s["ratios"]["pps_reclaim_cpu"]  # quick mode runs no pps
     assert pps["status"] == "not measured" and "pps was not run" in pps["reason"]
-    of_disk = s["ratios"]["peak_of_disk"]   # the fake campaigns have no fio measurement
+    of_disk = s["ratios"]["peak_of_disk"]  # the fake campaigns have no fio measurement
     assert of_disk["status"] == "not measured" and "no fio measurement" in of_disk["reason"]
 
 
-@pytest.mark.parametrize("value, target, met", [
-    (0.5, ("<=", 0.5), True), (0.51, ("<=", 0.5), False),
-    (2.0, (">=", 2.0), True), (1.99, (">=", 2.0), False)])
+@pytest.mark.parametrize(
+    "value, target, met",
+    [
+        (0.5, ("<=", 0.5), True),
+        (0.51, ("<=", 0.5), False),
+        (2.0, (">=", 2.0), True),
+        (1.99, (">=", 2.0), False),
+    ],
+)
 def test_meets(value, target, met):
     assert paper_report.meets(value, target) is met
 
@@ -687,14 +864,20 @@ def test_meets(value, target, met):
 
 
 def pmrtb(*args):
-    return subprocess.run([sys.executable, "-m", "pmr_testbed.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT / "harness"), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "pmr_testbed.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "harness"), "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_cli_bad_input_is_one_line_exit_2(tmp_path):
-    for args, message in ((["--quick", "--reps", "0"], "--reps must be at least 1"),
-                          (["--reps", "2"], "needs --reps 3 or more")):
+    for args, message in (
+        (["--quick", "--reps", "0"], "--reps must be at least 1"),
+        (["--reps", "2"], "needs --reps 3 or more"),
+    ):
         res = pmrtb("paper", "--out", str(tmp_path / "out"), *args)
         lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
         assert res.returncode == 2, res.stderr
@@ -704,20 +887,30 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
 
 def test_cli_refuses_another_plans_directory_before_running(tmp_path):
     out = tmp_path / "out"
-    write_campaign(out / "main", ["original"], [], reps=1, scenario="paper",
-                   profile="pixel6pro", seed=1, rounds=paper.QUICK_MAIN_ROUNDS)
+    write_campaign(
+        out / "main",
+        ["original"],
+        [],
+        reps=1,
+        scenario="paper",
+        profile="pixel6pro",
+        seed=1,
+        rounds=paper.QUICK_MAIN_ROUNDS,
+    )
     res = pmrtb("paper", "--out", str(out), "--quick")
     assert res.returncode == 2, res.stderr
-    assert "holds another campaign (schemes ['original'], not ['original', 'pmr'])" \
-        in res.stderr
+    assert "holds another campaign (schemes ['original'], not ['original', 'pmr'])" in res.stderr
     assert sorted(p.name for p in out.iterdir()) == ["main"]
 
 
 def _rows(md: str, section: str) -> dict[str, list[str]]:
     """{first cell: cells} of the tables under `## section`."""
     text = md.split(f"## {section}")[1].split("\n## ")[0]
-    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
-            for line in text.splitlines() if line.startswith("| ")]
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("| ")
+    ]
     return {row[0]: row for row in rows}
 
 
@@ -728,6 +921,7 @@ def test_cli_prints_the_estimate_runs_and_resumes(tmp_path, monkeypatch):
 
     def no_guests(*args, **kwargs):
         raise AssertionError("a real campaign was started")
+
     monkeypatch.setattr(campaign, "plan", no_guests)
     monkeypatch.setattr(campaign, "run", no_guests)
     runner = fake_campaign_runner(make_run)
@@ -751,6 +945,7 @@ def test_cli_prints_the_estimate_runs_and_resumes(tmp_path, monkeypatch):
 
 def test_campaigns_of_the_same_name_get_their_own_disk_images(tmp_path):
     from pmr_testbed import campaign
+
     a = campaign.disk_dir(tmp_path / "one" / "main", "pmr-r1")
     b = campaign.disk_dir(tmp_path / "two" / "main", "pmr-r1")
     assert a != b and a.name == b.name == "pmr-r1" and a.parent.name.startswith("main-")
@@ -758,31 +953,47 @@ def test_campaigns_of_the_same_name_get_their_own_disk_images(tmp_path):
 
 
 def test_response_shortfall_lists_how_each_repetition_settled():
-    schemes = {"pmr": {"by_rep": [{"rep": 1, "settled.file_refaults_per_s": 812.4},
-                                  {"rep": 2, "settled.file_refaults_per_s": 12.0}]},
-               "original": {"by_rep": [{"rep": 1, "settled.file_refaults_per_s": None}]}}
+    schemes = {
+        "pmr": {
+            "by_rep": [
+                {"rep": 1, "settled.file_refaults_per_s": 812.4},
+                {"rep": 2, "settled.file_refaults_per_s": 12.0},
+            ]
+        },
+        "original": {"by_rep": [{"rep": 1, "settled.file_refaults_per_s": None}]},
+    }
     lines = shortfall.evidence("response_time", "pmr", "original", schemes)
-    assert ("file refaults per second after the last kill, per repetition: "
-            "pmr 812, 12.0; original –") in lines
-    assert not any("per repetition" in line
-                   for line in shortfall.evidence("response_time", "pmr", "original", {}))
+    assert (
+        "file refaults per second after the last kill, per repetition: pmr 812, 12.0; original –"
+    ) in lines
+    assert not any(
+        "per repetition" in line
+        for line in shortfall.evidence("response_time", "pmr", "original", {})
+    )
 
 
 def test_response_shortfall_names_the_floor_no_scheme_can_pass():
-    schemes = {"pmr": {"response_ms": {"mean": 150.0}},
-               "original": {"response_ms": {"mean": 130.0}}}
+    schemes = {
+        "pmr": {"response_ms": {"mean": 150.0}},
+        "original": {"response_ms": {"mean": 130.0}},
+    }
     lines = shortfall.evidence("response_time", "pmr", "original", schemes, floor_ms=104.0)
-    assert ("response mean without memory pressure (`floor`): 104 ms, so no scheme's ratio "
-            "against original (130 ms) can go below 0.80") in lines
-    assert not any("floor" in line
-                   for line in shortfall.evidence("response_time", "pmr", "original", schemes))
+    assert (
+        "response mean without memory pressure (`floor`): 104 ms, so no scheme's ratio "
+        "against original (130 ms) can go below 0.80"
+    ) in lines
+    assert not any(
+        "floor" in line for line in shortfall.evidence("response_time", "pmr", "original", schemes)
+    )
 
 
 def test_floor_figures_come_from_the_floor_campaigns_original():
-    spec = paper.CampaignSpec("floor", "response time without memory pressure",
-                              "pixel6pro-roomy", ("original",), 3, 10)
-    summary = {"schemes": {"original": {"response_ms": {"mean": 104.4},
-                                        "anon_growth_peak_mbps": 101.0}}}
+    spec = paper.CampaignSpec(
+        "floor", "response time without memory pressure", "pixel6pro-roomy", ("original",), 3, 10
+    )
+    summary = {
+        "schemes": {"original": {"response_ms": {"mean": 104.4}, "anon_growth_peak_mbps": 101.0}}
+    }
     collected = {"floor": paper_report.Collected(spec, "finished", summary)}
     assert paper_report.floor_figure(collected, "response_ms.mean") == pytest.approx(104.4)
     assert paper_report.floor_figure(collected, "anon_growth_peak_mbps") == pytest.approx(101.0)
@@ -797,13 +1008,32 @@ def _summary_collected(name, profile, schemes, rounds, entries):
 
 
 def test_a_shorter_floor_is_weighed_as_mains_switches():
-    main = _summary_collected("main", "pixel6pro", ["original"], 10, {"original": {
-        "runs": 3, "response_ms": {"mean": 210.0}, "cold_launches": 10, "hot_launches": 90}})
-    floor_entry = {"runs": 1, "response_ms": {"mean": 501.5}, "anon_growth_peak_mbps": 95.0,
-                   "switch_kinds": {"cold": {"switches": 10, "mean_ms": 1000.0},
-                                    "hot": {"switches": 10, "mean_ms": 3.0}}}
-    floor = _summary_collected("floor", "pixel6pro-roomy", ["original"], 2,
-                               {"original": floor_entry})
+    main = _summary_collected(
+        "main",
+        "pixel6pro",
+        ["original"],
+        10,
+        {
+            "original": {
+                "runs": 3,
+                "response_ms": {"mean": 210.0},
+                "cold_launches": 10,
+                "hot_launches": 90,
+            }
+        },
+    )
+    floor_entry = {
+        "runs": 1,
+        "response_ms": {"mean": 501.5},
+        "anon_growth_peak_mbps": 95.0,
+        "switch_kinds": {
+            "cold": {"switches": 10, "mean_ms": 1000.0},
+            "hot": {"switches": 10, "mean_ms": 3.0},
+        },
+    }
+    floor = _summary_collected(
+        "floor", "pixel6pro-roomy", ["original"], 2, {"original": floor_entry}
+    )
     collected = {"main": main, "floor": floor}
     # 10 cold launches at 1,000 ms and main's other 90 switches at 3 ms
     assert paper_report.floor_response_ms(collected) == pytest.approx((10_000 + 270) / 100)
@@ -811,8 +1041,9 @@ def test_a_shorter_floor_is_weighed_as_mains_switches():
     assert fs["best_response_ratio"] == pytest.approx(102.7 / 210.0)
     assert fs["demand_mbps"] == 95.0
     # a floor of main's rounds is taken as it is
-    same = _summary_collected("floor", "pixel6pro-roomy", ["original"], 10,
-                              {"original": floor_entry})
+    same = _summary_collected(
+        "floor", "pixel6pro-roomy", ["original"], 10, {"original": floor_entry}
+    )
     assert paper_report.floor_response_ms({"main": main, "floor": same}) == 501.5
     # a floor without hot switches gives no figure rather than a wrong one
     del floor_entry["switch_kinds"]["hot"]
@@ -824,51 +1055,80 @@ def test_the_unit_sweep_takes_its_default_point_from_delta(tmp_path):
     p = paper.plan(tmp_path / "out")
     entry = {"runs": 1, "reclaim_mbps": {"peak": 70.0}}
     collected = {
-        "delta": _summary_collected("delta", "pixel6pro", p.campaign("delta").schemes, 2,
-                                    {"pmr": entry}),
-        "unit-pixel6pro": paper_report.Collected(p.campaign("unit-pixel6pro"), "finished",
-                                                 {"schemes": {}})}
+        "delta": _summary_collected(
+            "delta", "pixel6pro", p.campaign("delta").schemes, 2, {"pmr": entry}
+        ),
+        "unit-pixel6pro": paper_report.Collected(
+            p.campaign("unit-pixel6pro"), "finished", {"schemes": {}}
+        ),
+    }
     points = paper_report.unit_points(p, collected)["pixel6pro"]
     assert [(v, s) for v, s, _ in points] == [
-        (64.0, "pmr@pmr_unmap_unit_kbytes=64"), (1024.0, "pmr@pmr_unmap_unit_kbytes=1024"),
-        (16384.0, paper_report.DELTA_PMR)]
+        (64.0, "pmr@pmr_unmap_unit_kbytes=64"),
+        (1024.0, "pmr@pmr_unmap_unit_kbytes=1024"),
+        (16384.0, paper_report.DELTA_PMR),
+    ]
     assert points[-1][2] is entry
     rows = paper_report.delta_rows(p, collected)
     assert [(k, s) for k, _, s, _ in rows][1] == (3, "pmr") and rows[1][3] is entry
 
 
 def test_throughput_shortfall_names_how_fast_the_apps_demand_memory():
-    schemes = {"pmr": {"reclaim_mbps": {"peak": 82.0}},
-               "original": {"reclaim_mbps": {"peak": 125.0}}}
+    schemes = {
+        "pmr": {"reclaim_mbps": {"peak": 82.0}},
+        "original": {"reclaim_mbps": {"peak": 125.0}},
+    }
     lines = shortfall.evidence("peak_throughput", "pmr", "original", schemes, demand_mbps=104.0)
-    assert ("the apps' fastest second of anonymous memory growth without memory pressure "
-            "(`floor`): 104 MB/s, 0.83 x original's peak; peak reclaim: pmr 82.0 MB/s, "
-            "original 125 MB/s") in lines
-    assert not any("floor" in line for line in
-                   shortfall.evidence("peak_throughput", "pmr", "original", schemes))
+    assert (
+        "the apps' fastest second of anonymous memory growth without memory pressure "
+        "(`floor`): 104 MB/s, 0.83 x original's peak; peak reclaim: pmr 82.0 MB/s, "
+        "original 125 MB/s"
+    ) in lines
+    assert not any(
+        "floor" in line
+        for line in shortfall.evidence("peak_throughput", "pmr", "original", schemes)
+    )
     schemes["original"]["kswapd_rounds"] = {"busiest_second_share": 0.63}
-    assert ("share of its busiest second kswapd spent in reclaim rounds: pmr –, original 0.63"
-            in shortfall.evidence("peak_throughput", "pmr", "original", schemes))
+    assert (
+        "share of its busiest second kswapd spent in reclaim rounds: pmr –, original 0.63"
+        in shortfall.evidence("peak_throughput", "pmr", "original", schemes)
+    )
 
 
 def test_scheme_p_value_tests_every_ok_rep_of_both(main_3reps):
     ok = main_3reps["main"].ok
-    values = {name: [paper_report.run_value(r.metrics, "response_ms.mean") for r in ok[name]]
-              for name in ("mglru", "original")}
+    values = {
+        name: [paper_report.run_value(r.metrics, "response_ms.mean") for r in ok[name]]
+        for name in ("mglru", "original")
+    }
     p = paper_report.scheme_p_value(ok, "mglru", "original", "response_ms.mean")
     assert p is not None and p == permutation_p(values["mglru"], values["original"])
     assert paper_report.scheme_p_value(ok, "pmr", "original", "response_ms.mean") is None
 
 
 def test_the_paper_summary_gives_the_lowest_kills_ratio_the_apps_leave():
-    c = {"apps_anon_mb": 2562.0, "mem_total_mb": 1986.6, "swap_total_mb": 341.0,
-         "excess_mb": 234.4, "fewest_kills": 2, "oom_kills": 0}
-    main = _summary_collected("main", "pixel6pro", ["original", "pmr"], 10, {
-        "original": {"runs": 3, "kills": 10, "capacity": c},
-        "pmr": {"runs": 3, "kills": 9, "capacity": c}})
+    c = {
+        "apps_anon_mb": 2562.0,
+        "mem_total_mb": 1986.6,
+        "swap_total_mb": 341.0,
+        "excess_mb": 234.4,
+        "fewest_kills": 2,
+        "oom_kills": 0,
+    }
+    main = _summary_collected(
+        "main",
+        "pixel6pro",
+        ["original", "pmr"],
+        10,
+        {
+            "original": {"runs": 3, "kills": 10, "capacity": c},
+            "pmr": {"runs": 3, "kills": 9, "capacity": c},
+        },
+    )
     cs = paper_report._capacity_summary({"main": main})
     assert cs["fewest_kills"] == 2 and cs["lowest_kills_ratio"] == pytest.approx(0.2)
-    no_spec = _summary_collected("main", "pixel6pro", ["original"], 10,
-                                 {"original": {"runs": 3, "kills": 10}})
+    no_spec = _summary_collected(
+        "main", "pixel6pro", ["original"], 10, {"original": {"runs": 3, "kills": 10}}
+    )
     assert paper_report._capacity_summary({"main": no_spec}) is None
     assert paper_report._capacity_summary({}) is None

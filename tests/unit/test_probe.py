@@ -22,7 +22,7 @@ LIB = probe.PROBES_DIR / "lib" / "guest.sh"
 def test_the_probes_are_the_scripts_beside_their_library():
     names = probe.available()
     assert "file-victims-without-swap" in names and "removed-memcg-reclaim" in names
-    assert "guest" not in names   # probes/lib/guest.sh is sourced, not a probe
+    assert "guest" not in names  # probes/lib/guest.sh is sourced, not a probe
 
 
 @pytest.mark.parametrize("name", probe.available())
@@ -37,9 +37,15 @@ def test_every_probe_can_pass_and_fail(name):
 
 @pytest.mark.parametrize("status", [0, 1, 2])
 def test_the_library_verdict_logs_the_result_and_exits_with_it(tmp_path, status):
-    res = subprocess.run(["sh", "-c", f'set -eu; out={tmp_path}; . {LIB}; '
-                          f'log "seen"; verdict {status} "what it found"'],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            "sh",
+            "-c",
+            f'set -eu; out={tmp_path}; . {LIB}; log "seen"; verdict {status} "what it found"',
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == status
     log = (tmp_path / "guest.log").read_text()
     assert log == "seen\nRESULT: what it found\n"
@@ -66,8 +72,9 @@ def test_the_command_exits_non_zero_unless_passed():
     assert set(cli.PROBE_EXIT) == set(probe.STATUS.values())
 
 
-@pytest.mark.parametrize("rc, log", [(0, "no result line\n"), (137, "RESULT: x\n"),
-                                     (3, "RESULT: x\n")])
+@pytest.mark.parametrize(
+    "rc, log", [(0, "no result line\n"), (137, "RESULT: x\n"), (3, "RESULT: x\n")]
+)
 def test_a_probe_that_broke_is_a_guest_error_not_a_result(tmp_path, rc, log):
     with pytest.raises(GuestError):
         probe.result_of("p", rc, log, tmp_path, "console tail")
@@ -90,6 +97,7 @@ def _fake_boot(returncode, guest_log, seen):
         assert all(d.path.exists() for d in disks)
         (rwdirs[0] / "guest.log").write_text(guest_log)
         return guest.BootResult(returncode, "console", 1.0)
+
     return boot
 
 
@@ -98,7 +106,7 @@ def test_run_boots_the_probe_and_records_its_verdict(tmp_path, monkeypatch):
     image.write_bytes(b"kernel")
     out = tmp_path / "out"
     out.mkdir()
-    (out / "probe.json").write_text('{"status": "passed"}')   # from an earlier run
+    (out / "probe.json").write_text('{"status": "passed"}')  # from an earlier run
     seen = {}
     monkeypatch.setattr(guest, "check_host_tools", lambda: None)
     monkeypatch.setattr(guest, "detect_accel", lambda k: "tcg")
@@ -109,7 +117,7 @@ def test_run_boots_the_probe_and_records_its_verdict(tmp_path, monkeypatch):
     assert seen["bzimage"] == image.resolve()
     assert seen["kw"]["append"] == kernel.BOOT_ARGS["testbed"]
     assert {d.serial for d in seen["disks"]} == {"pmrswap", "pmrdata"}
-    assert not any(d.path.exists() for d in seen["disks"])   # images removed afterwards
+    assert not any(d.path.exists() for d in seen["disks"])  # images removed afterwards
     record = json.loads((out / "probe.json").read_text())
     assert record["status"] == "failed" and record["args"] == ["2"]
 
@@ -128,16 +136,22 @@ def test_a_broken_probe_leaves_no_verdict_behind(tmp_path, monkeypatch):
     assert not (out / "probe.json").exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["nope"], "no probe 'nope'"),
-    (["removed-memcg-reclaim", "--flavour", "fast"], "'fast' is not a kernel flavour"),
-    (["removed-memcg-reclaim", "--kernel", "/nonexistent/bzImage"], "no such kernel image"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nope"], "no probe 'nope'"),
+        (["removed-memcg-reclaim", "--flavour", "fast"], "'fast' is not a kernel flavour"),
+        (["removed-memcg-reclaim", "--kernel", "/nonexistent/bzImage"], "no such kernel image"),
+    ],
+)
 def test_bad_input_one_line_exit_2(tmp_path, args, message):
-    res = subprocess.run([sys.executable, "-m", "pmr_testbed.cli", "probe", *args,
-                          "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True,
-                         text=True, env={"PYTHONPATH": str(ROOT / "harness"),
-                                         "PATH": "/usr/bin:/bin"})
+    res = subprocess.run(
+        [sys.executable, "-m", "pmr_testbed.cli", "probe", *args, "--out", str(tmp_path / "out")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "harness"), "PATH": "/usr/bin:/bin"},
+    )
     assert res.returncode == 2, res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("pmrtb: error: ") and message in lines[0]
@@ -148,10 +162,16 @@ def test_bad_input_one_line_exit_2(tmp_path, args, message):
 def test_the_exit_status_reaches_the_shell(tmp_path, monkeypatch, status):
     # click in non-standalone mode returns a command's typer.Exit code
     # instead of exiting with it: main() must pass it on (it once exited 0)
-    monkeypatch.setattr(probe, "run", lambda name, args, out, flavour, progress, image:
-                        probe.ProbeResult(name, status, "said", out))
-    monkeypatch.setattr(sys, "argv", ["pmrtb", "probe", "removed-memcg-reclaim",
-                                      "--out", str(tmp_path)])
+    monkeypatch.setattr(
+        probe,
+        "run",
+        lambda name, args, out, flavour, progress, image: probe.ProbeResult(
+            name, status, "said", out
+        ),
+    )
+    monkeypatch.setattr(
+        sys, "argv", ["pmrtb", "probe", "removed-memcg-reclaim", "--out", str(tmp_path)]
+    )
     with pytest.raises(SystemExit) as exc:
         cli.main()
     assert exc.value.code == cli.PROBE_EXIT[status]
@@ -166,20 +186,27 @@ def test_paged_out_counts_the_memcgs_unmapped_anon_in_the_swap_cache(tmp_path):
     memcg.mkdir()
     mine = memcg.stat().st_ino
     other = mine + 1
-    pages = [(mine, anon | swapcache | lru),            # paged out: counted
-             (mine, anon | swapcache | lru | mmap),     # mapped again
-             (mine, swapcache | lru),                   # swap readahead, not anon yet
-             (mine, anon | lru),                        # no slot
-             (other, anon | swapcache | lru),           # someone else's
-             (mine, anon | swapcache),                  # paged out: counted
-             # the inode's bytes across two entries, owned by no memcg
-             ((mine & 0xffffffff) << 32, anon | swapcache), (mine >> 32, 0)]
+    pages = [
+        (mine, anon | swapcache | lru),  # paged out: counted
+        (mine, anon | swapcache | lru | mmap),  # mapped again
+        (mine, swapcache | lru),  # swap readahead, not anon yet
+        (mine, anon | lru),  # no slot
+        (other, anon | swapcache | lru),  # someone else's
+        (mine, anon | swapcache),  # paged out: counted
+        # the inode's bytes across two entries, owned by no memcg
+        ((mine & 0xFFFFFFFF) << 32, anon | swapcache),
+        (mine >> 32, 0),
+    ]
     # More entries than one read, so that the chunks and the search meet
     pages += [(0, 0)] * (1 << 17) + [(mine, anon | swapcache)]
     (tmp_path / "cg").write_bytes(array("Q", [p[0] for p in pages]).tobytes())
     (tmp_path / "flags").write_bytes(array("Q", [p[1] for p in pages]).tobytes())
-    res = subprocess.run([sys.executable, str(PAGED_OUT), str(memcg), str(tmp_path / "flags"),
-                          str(tmp_path / "cg")], capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [sys.executable, str(PAGED_OUT), str(memcg), str(tmp_path / "flags"), str(tmp_path / "cg")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert int(res.stdout) == 3 * os.sysconf("SC_PAGE_SIZE")
 
 
@@ -196,8 +223,18 @@ def test_page_states_reads_the_areas_pagemap_entries(tmp_path):
     # Pages 0-9 of a pagemap: the area is pages 4-8 (address 0x4000)
     entries = [0] * 4 + [present | 1234, swapped | 77, 0, present, swapped] + [present]
     (tmp_path / "pagemap").write_bytes(array("Q", entries).tobytes())
-    subprocess.run([sys.executable, str(PAGE_STATES), "save", str(tmp_path / "pagemap"),
-                    "4000", "5", str(tmp_path / "states")], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(PAGE_STATES),
+            "save",
+            str(tmp_path / "pagemap"),
+            "4000",
+            "5",
+            str(tmp_path / "states"),
+        ],
+        check=True,
+    )
     assert (tmp_path / "states").read_text() == "ps-ps"
 
 
@@ -206,8 +243,18 @@ def test_page_states_counts_the_pages_paged_out_by_parity(tmp_path):
     before, after = "pppppps-", "sppsspss"
     (tmp_path / "before").write_text(before)
     (tmp_path / "after").write_text(after)
-    res = subprocess.run([sys.executable, str(PAGE_STATES), "paged-out", str(tmp_path / "before"),
-                          str(tmp_path / "after")], capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(PAGE_STATES),
+            "paged-out",
+            str(tmp_path / "before"),
+            str(tmp_path / "after"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert res.stdout.split() == ["even", "2", "odd", "1"]
 
 
@@ -216,16 +263,35 @@ def test_page_states_counts_the_paged_out_pages_still_in_memory(tmp_path):
     (tmp_path / "before").write_text("pppppps-")
     (tmp_path / "after").write_text("sppsspss")
     (tmp_path / "incore").write_text("01011011")
-    res = subprocess.run([sys.executable, str(PAGE_STATES), "swap-cached",
-                          *(str(tmp_path / f) for f in ("before", "after", "incore"))],
-                         capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(PAGE_STATES),
+            "swap-cached",
+            *(str(tmp_path / f) for f in ("before", "after", "incore")),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert res.stdout.split() == ["even", "1", "odd", "1"]
 
 
 def test_page_states_refuses_a_short_pagemap_and_bad_usage(tmp_path):
     (tmp_path / "pagemap").write_bytes(array("Q", [0, 0]).tobytes())
-    res = subprocess.run([sys.executable, str(PAGE_STATES), "save", str(tmp_path / "pagemap"),
-                          "0", "3", str(tmp_path / "states")], capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(PAGE_STATES),
+            "save",
+            str(tmp_path / "pagemap"),
+            "0",
+            "3",
+            str(tmp_path / "states"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode != 0 and "ended after 2 of 3 pages" in res.stderr
     res = subprocess.run([sys.executable, str(PAGE_STATES), "load"], capture_output=True, text=True)
     assert res.returncode == 2 and "usage" in res.stderr
@@ -248,9 +314,19 @@ def test_touch_app_writes_its_area_and_reads_the_even_then_odd_pages_on_signal(t
         _wait_for(Path(f"{state}.addr"))
         address, pages = Path(f"{state}.addr").read_text().split()
         assert int(pages) == (1 << 20) // os.sysconf("SC_PAGE_SIZE")
-        subprocess.run([sys.executable, str(PAGE_STATES), "save", f"/proc/{app.pid}/pagemap",
-                        address, pages, str(tmp_path / "states")], check=True)
-        assert (tmp_path / "states").read_text() == "p" * int(pages)   # written, so present
+        subprocess.run(
+            [
+                sys.executable,
+                str(PAGE_STATES),
+                "save",
+                f"/proc/{app.pid}/pagemap",
+                address,
+                pages,
+                str(tmp_path / "states"),
+            ],
+            check=True,
+        )
+        assert (tmp_path / "states").read_text() == "p" * int(pages)  # written, so present
         app.send_signal(signal.SIGUSR1)
         _wait_for(Path(f"{state}.touched"))
         # page i holds 1 + i % 255: the sum of the even pages' bytes

@@ -20,6 +20,7 @@ MS = 1_000_000
 
 # ---- peak_over_fio -----------------------------------------------------------
 
+
 def test_peak_over_fio_is_the_median_peak_over_fio_in_the_profiles_range():
     c = regime.peak_over_fio([15.0, 12.0, 14.0], 100.0, (0.08, 0.20), "paper")
     assert c["value"] == pytest.approx(0.14) and c["pass"] and c["missing"] is None
@@ -43,8 +44,13 @@ def test_peak_over_fio_without_a_range_or_fio_never_passes():
 
 # ---- reclaim_limited ---------------------------------------------------------
 
-MAX_RATE = {"reclaim_peak_mbps": 15.0, "kswapd_busiest_cpu": 0.98, "swapout_mb": 2000.0,
-            "allocator": {}, "error": None}
+MAX_RATE = {
+    "reclaim_peak_mbps": 15.0,
+    "kswapd_busiest_cpu": 0.98,
+    "swapout_mb": 2000.0,
+    "allocator": {},
+    "error": None,
+}
 
 
 def test_reclaim_limited_needs_the_ratio_and_a_busy_kswapd():
@@ -60,9 +66,10 @@ def test_reclaim_limited_needs_the_ratio_and_a_busy_kswapd():
 
 
 def test_reclaim_limited_without_max_rate_is_missing():
-    for max_rate, says in ((None, "max_rate"),
-                           ({**MAX_RATE, "reclaim_peak_mbps": None, "error": "guest hung"},
-                            "failed: guest hung")):
+    for max_rate, says in (
+        (None, "max_rate"),
+        ({**MAX_RATE, "reclaim_peak_mbps": None, "error": "guest hung"}, "failed: guest hung"),
+    ):
         c = regime.reclaim_limited(max_rate, [15.0], [1.0])
         assert c["value"] is None and not c["pass"] and says in c["missing"]
     no_cpu = regime.reclaim_limited(MAX_RATE, [15.0], [None])
@@ -70,7 +77,7 @@ def test_reclaim_limited_without_max_rate_is_missing():
 
 
 def test_kswapd_busiest_cpu_is_the_largest_1s_growth_from_a_given_time():
-    t_ms = [i * 100 for i in range(51)]      # 5 s
+    t_ms = [i * 100 for i in range(51)]  # 5 s
     # 0.5 CPU for 3 s, then 1 CPU, then 0.2
     rate = [0.5] * 30 + [1.0] * 10 + [0.2] * 10
     cpu = [0.0]
@@ -84,6 +91,7 @@ def test_kswapd_busiest_cpu_is_the_largest_1s_growth_from_a_given_time():
 
 
 # ---- demand_over_reclaim -----------------------------------------------------
+
 
 def test_demand_over_reclaim_takes_the_floors_fastest_second():
     c = regime.demand_over_reclaim([40.0, 50.0], [18.0, 20.0, 22.0])
@@ -103,6 +111,7 @@ def test_demand_over_reclaim_without_the_floor_is_missing():
 
 # ---- sustained_kills ---------------------------------------------------------
 
+
 def test_sustained_kills_pass_when_the_second_half_keeps_killing_at_the_papers_rate():
     # 20 kills evenly over 300 s: 10 and 10, 20 per 5 min
     kills = [15_000.0 * i + 5_000 for i in range(20)]
@@ -115,13 +124,13 @@ def test_sustained_kills_pass_when_the_second_half_keeps_killing_at_the_papers_r
 
 
 def test_sustained_kills_fail_when_kills_stop_or_the_rate_is_off():
-    early = [10_000.0 * i for i in range(1, 11)]           # 10 kills, all in the first half
+    early = [10_000.0 * i for i in range(1, 11)]  # 10 kills, all in the first half
     c = regime.sustained_kills([(early, 300_000.0)])
     assert c["value"] == 0.0 and not c["pass"]
-    late = [200_000.0 + 1000 * i for i in range(10)]       # none in the first half
+    late = [200_000.0 + 1000 * i for i in range(10)]  # none in the first half
     c = regime.sustained_kills([(late, 300_000.0)])
     assert c["inputs"]["runs"][0]["ratio"] == 0.0 and not c["pass"] and c["missing"] is None
-    few = [50_000.0, 250_000.0]                             # even, but 2 per 5 min
+    few = [50_000.0, 250_000.0]  # even, but 2 per 5 min
     c = regime.sustained_kills([(few, 300_000.0)])
     assert c["value"] == pytest.approx(1.0) and not c["pass"]
     assert regime.sustained_kills([])["missing"] == regime.NO_RUNS
@@ -141,15 +150,25 @@ def test_kill_halves():
 
 # ---- relaunch_share and cold_over_warm ---------------------------------------
 
+
 def _rounds(*kinds_per_round: str) -> list[dict]:
     """Apps a and b once per round; each string is a round's two kinds (c/h)."""
-    return [switch(app, {"c": "cold", "h": "hot"}[k], {"c": 900.0, "h": 300.0}[k], r)
-            for r, kinds in enumerate(kinds_per_round) for app, k in zip("ab", kinds)]
+    return [
+        switch(app, {"c": "cold", "h": "hot"}[k], {"c": 900.0, "h": 300.0}[k], r)
+        for r, kinds in enumerate(kinds_per_round)
+        for app, k in zip("ab", kinds)
+    ]
 
 
 def test_switch_roles():
     assert regime.switch_roles(_rounds("cc", "ch", "hh")) == [
-        "first", "first", "relaunch", "hot", "hot", "hot"]
+        "first",
+        "first",
+        "relaunch",
+        "hot",
+        "hot",
+        "hot",
+    ]
 
 
 def test_relaunch_share_counts_cold_switches_after_each_apps_first():
@@ -170,7 +189,7 @@ def test_relaunch_share_without_relaunches_fails_and_with_one_round_is_missing()
 
 def test_cold_over_warm_uses_the_relaunches():
     switches = _rounds("cc", "ch", "hh")
-    switches[0]["response_ms"] = 2000.0     # a first launch: not a relaunch
+    switches[0]["response_ms"] = 2000.0  # a first launch: not a relaunch
     c = regime.cold_over_warm([switches])
     assert c["inputs"]["cold"] == "relaunches" and c["inputs"]["cold_switches"] == 1
     assert c["value"] == pytest.approx(3.0) and c["pass"]
@@ -190,16 +209,25 @@ def test_cold_over_warm_without_relaunches_uses_every_cold_switch():
 
 # ---- reported figures ----------------------------------------------------------
 
+
 def _original(rep=1, **kw) -> regime.OriginalRun:
-    fields = {"rep": rep, "reclaim_peak_mbps": 20.0, "anon_growth_peak_mbps": None,
-              "kswapd_shrink_share": None, "round_ratios": [], "kswapd_busiest_cpu": None,
-              "events": []}
+    fields = {
+        "rep": rep,
+        "reclaim_peak_mbps": 20.0,
+        "anon_growth_peak_mbps": None,
+        "kswapd_shrink_share": None,
+        "round_ratios": [],
+        "kswapd_busiest_cpu": None,
+        "events": [],
+    }
     return regime.OriginalRun(**(fields | kw))
 
 
 def test_reported_figures_are_medians_and_none_without_a_trace():
-    runs = [_original(1, kswapd_shrink_share=0.5, round_ratios=[0.1, 0.2]),
-            _original(2, kswapd_shrink_share=0.6, round_ratios=[0.9])]
+    runs = [
+        _original(1, kswapd_shrink_share=0.5, round_ratios=[0.1, 0.2]),
+        _original(2, kswapd_shrink_share=0.6, round_ratios=[0.9]),
+    ]
     share, ratio = regime.reported(runs)
     assert share["name"] == "kswapd_shrink_share" and share["value"] == pytest.approx(0.55)
     assert ratio["name"] == "nr_reclaimed_over_nr_to_reclaim"
@@ -212,6 +240,7 @@ def test_reported_figures_are_medians_and_none_without_a_trace():
 
 # ---- the profile's range -------------------------------------------------------
 
+
 def _shipped_without_regime(name: str) -> str:
     """A shipped profile's text without its [regime] table, if it has one."""
     text = (paths.PROFILES_DIR / f"{name}.toml").read_text()
@@ -221,8 +250,10 @@ def _shipped_without_regime(name: str) -> str:
 
 def test_the_range_comes_from_the_profiles_regime_table(tmp_path, monkeypatch):
     shipped = _shipped_without_regime("pixel5")
-    (tmp_path / "with.toml").write_text(shipped.replace('name = "pixel5"', 'name = "with"')
-                                        + "\n[regime]\npeak_over_fio = [0.25, 0.45]\n")
+    (tmp_path / "with.toml").write_text(
+        shipped.replace('name = "pixel5"', 'name = "with"')
+        + "\n[regime]\npeak_over_fio = [0.25, 0.45]\n"
+    )
     (tmp_path / "bad.toml").write_text(shipped + "\n[regime]\npeak_over_fio = [0.45]\n")
     (tmp_path / "without.toml").write_text(shipped)
     monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
@@ -236,32 +267,60 @@ def test_the_range_comes_from_the_profiles_regime_table(tmp_path, monkeypatch):
 
 WORKLOAD_S = 60
 SAMPLES = [i * 100 for i in range(WORKLOAD_S * 10 + 1)]
-SWITCHES = [switch("a", "cold", 900.0, 0), switch("b", "cold", 950.0, 0),
-            switch("a", "cold", 950.0, 1), switch("b", "hot", 300.0, 1),
-            switch("a", "hot", 300.0, 2), switch("b", "cold", 900.0, 2)]
+SWITCHES = [
+    switch("a", "cold", 900.0, 0),
+    switch("b", "cold", 950.0, 0),
+    switch("a", "cold", 950.0, 1),
+    switch("b", "hot", 300.0, 1),
+    switch("a", "hot", 300.0, 2),
+    switch("b", "cold", 900.0, 2),
+]
 
 
-def _original_run(run_dir: Path, peak_mbps: float = 20.0, kswapd_s: float = 57.0,
-                  kills_at_s=(10, 20, 40, 50), anon_growth: int = 0, trace=None) -> None:
-    write_run(run_dir, switches=SWITCHES,
-              kills=[kill("x", "low_mem_and_swap", t_ms=t * 1000) for t in kills_at_s],
-              write_sectors=ramp([peak_mbps] * WORKLOAD_S), sample_t_ms=SAMPLES,
-              threads_cpu={"kswapd0": kswapd_s, "kcompactd0": 1.0},
-              vmstat_increments={"nr_anon_pages": anon_growth},
-              extra_vmstat_keys=("nr_anon_pages",), trace=trace)
+def _original_run(
+    run_dir: Path,
+    peak_mbps: float = 20.0,
+    kswapd_s: float = 57.0,
+    kills_at_s=(10, 20, 40, 50),
+    anon_growth: int = 0,
+    trace=None,
+) -> None:
+    write_run(
+        run_dir,
+        switches=SWITCHES,
+        kills=[kill("x", "low_mem_and_swap", t_ms=t * 1000) for t in kills_at_s],
+        write_sectors=ramp([peak_mbps] * WORKLOAD_S),
+        sample_t_ms=SAMPLES,
+        threads_cpu={"kswapd0": kswapd_s, "kcompactd0": 1.0},
+        vmstat_increments={"nr_anon_pages": anon_growth},
+        extra_vmstat_keys=("nr_anon_pages",),
+        trace=trace,
+    )
 
 
-def _campaign(d: Path, *, reps=(1, 2, 3), max_rate: dict | None = MAX_RATE,
-              fio: float | None = 125.0, profile: str = "pixel6pro", **run_kw) -> Path:
+def _campaign(
+    d: Path,
+    *,
+    reps=(1, 2, 3),
+    max_rate: dict | None = MAX_RATE,
+    fio: float | None = 125.0,
+    profile: str = "pixel6pro",
+    **run_kw,
+) -> Path:
     runs = []
     for rep in reps:
         _original_run(d / "runs" / f"original-r{rep}", **run_kw)
         runs.append({"scheme": "original", "rep": rep, "status": "ok"})
     runs.append({"scheme": "pmr", "rep": 1, "status": "failed", "error": "x"})
-    write_campaign(d, ["original", "pmr"], runs, reps=len(reps), scenario="paper",
-                   profile=profile,
-                   swap_bandwidth=None if fio is None else {"write_mbps": fio, "fio": {},
-                                                            "error": None})
+    write_campaign(
+        d,
+        ["original", "pmr"],
+        runs,
+        reps=len(reps),
+        scenario="paper",
+        profile=profile,
+        swap_bandwidth=None if fio is None else {"write_mbps": fio, "fio": {}, "error": None},
+    )
     if max_rate is not None:
         c = json.loads((d / "campaign.json").read_text())
         c["max_rate"] = max_rate
@@ -274,8 +333,9 @@ def ranged_pixel6pro(tmp_path, monkeypatch):
     """pixel6pro with a [regime] range, whatever the shipped file says."""
     profiles_dir = tmp_path / "profiles"
     profiles_dir.mkdir()
-    (profiles_dir / "pixel6pro.toml").write_text(_shipped_without_regime("pixel6pro")
-                                                 + "\n[regime]\npeak_over_fio = [0.08, 0.20]\n")
+    (profiles_dir / "pixel6pro.toml").write_text(
+        _shipped_without_regime("pixel6pro") + "\n[regime]\npeak_over_fio = [0.08, 0.20]\n"
+    )
     monkeypatch.setattr(paths, "PROFILES_DIR", profiles_dir)
 
 
@@ -287,10 +347,11 @@ def test_a_campaign_directory(tmp_path, ranged_pixel6pro):
     d = _campaign(tmp_path / "c")
     result = regime.regime(d)
     assert result["profile"] == "pixel6pro"
-    assert result["source"] == {"layout": "campaign",
-                                "main": {"dir": ".", "profile": "pixel6pro",
-                                         "original_reps": [1, 2, 3]},
-                                "floor": None}
+    assert result["source"] == {
+        "layout": "campaign",
+        "main": {"dir": ".", "profile": "pixel6pro", "original_reps": [1, 2, 3]},
+        "floor": None,
+    }
     checks = _by_name(result)
     assert list(checks) == list(regime.CHECKS)
     assert checks["peak_over_fio"]["value"] == pytest.approx(20.0 / 125.0)
@@ -329,12 +390,16 @@ def test_missing_measurements_are_named_never_passed(tmp_path):
 
 
 def test_kswapd_rounds_are_reported(tmp_path):
-    trace = trace_text([kswapd_round(t, 1000, reclaimed, 10 * MS)
-                        for t, reclaimed in ((5.0, 200), (6.0, 600), (7.0, 400))],
-                       missing=("vmscan/mm_vmscan_writeback_time",))
+    trace = trace_text(
+        [
+            kswapd_round(t, 1000, reclaimed, 10 * MS)
+            for t, reclaimed in ((5.0, 200), (6.0, 600), (7.0, 400))
+        ],
+        missing=("vmscan/mm_vmscan_writeback_time",),
+    )
     d = _campaign(tmp_path / "c", reps=(1,), trace=trace)
     share, ratio = regime.regime(d)["reported"]
-    assert share["value"] is None              # writeback untraced: no split
+    assert share["value"] is None  # writeback untraced: no split
     assert ratio["value"] == pytest.approx(0.4)
 
 
@@ -344,16 +409,21 @@ def test_a_paper_directory_reads_main_and_floor(tmp_path, ranged_pixel6pro):
     floor_runs = []
     for rep, anon_pages in ((1, 600_000), (2, 300_000)):
         # nr_anon_pages rises linearly over the 60 s: 10,000 pages (39 MB) a second at most
-        _original_run(out / "floor" / "runs" / f"original-r{rep}", kills_at_s=(),
-                      anon_growth=anon_pages)
+        _original_run(
+            out / "floor" / "runs" / f"original-r{rep}", kills_at_s=(), anon_growth=anon_pages
+        )
         floor_runs.append({"scheme": "original", "rep": rep, "status": "ok"})
-    write_campaign(out / "floor", ["original"], floor_runs, reps=2, scenario="paper",
-                   profile="pixel6pro-roomy")
+    write_campaign(
+        out / "floor", ["original"], floor_runs, reps=2, scenario="paper", profile="pixel6pro-roomy"
+    )
     result = regime.regime(out)
     assert result["source"]["layout"] == "paper"
     assert result["source"]["main"]["dir"] == "main"
-    assert result["source"]["floor"] == {"dir": "floor", "profile": "pixel6pro-roomy",
-                                         "original_reps": [1, 2]}
+    assert result["source"]["floor"] == {
+        "dir": "floor",
+        "profile": "pixel6pro-roomy",
+        "original_reps": [1, 2],
+    }
     demand = _by_name(result)["demand_over_reclaim"]
     assert demand["inputs"]["demand_mbps"] == pytest.approx(600_000 * 4096 / 2**20 / 60, rel=0.01)
     assert demand["value"] == pytest.approx(39.06 / 20.0, rel=0.02) and demand["pass"]
@@ -371,19 +441,30 @@ def test_neither_a_campaign_nor_a_paper_output_is_refused(tmp_path):
 def test_a_campaign_without_an_ok_original_run_is_refused(tmp_path):
     d = tmp_path / "c"
     write_run(d / "runs" / "pmr-r1")
-    write_campaign(d, ["original", "pmr"], [{"scheme": "original", "rep": 1, "status": "failed"},
-                                            {"scheme": "pmr", "rep": 1, "status": "ok"}], reps=1)
+    write_campaign(
+        d,
+        ["original", "pmr"],
+        [
+            {"scheme": "original", "rep": 1, "status": "failed"},
+            {"scheme": "pmr", "rep": 1, "status": "ok"},
+        ],
+        reps=1,
+    )
     with pytest.raises(UserError, match="no ok original run"):
         regime.regime(d)
 
 
 # ---- pmrtb regime ------------------------------------------------------------------
 
+
 def pmrtb(*args):
-    return subprocess.run([sys.executable, "-m", "pmr_testbed.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT / "harness"), "PATH": "/usr/bin:/bin",
-                               "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-m", "pmr_testbed.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "harness"), "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+    )
 
 
 def test_cli_bad_input_is_one_line_and_writes_nothing(tmp_path):
@@ -413,6 +494,7 @@ def test_cli_writes_regime_json_and_a_table_and_exits_0_when_checks_fail(tmp_pat
 
 # ---- the reports ---------------------------------------------------------------------
 
+
 def _section(md: str, title: str) -> str:
     return md.split(f"## {title}")[1].split("\n## ")[0]
 
@@ -422,8 +504,11 @@ def test_report_md_has_a_regime_section_from_the_campaign_alone(tmp_path, ranged
     md = write_report(d).read_text()
     assert md.index("## Regime") < md.index("## Versus original")
     section = _section(md, "Regime")
-    rows = {line.split(" | ")[0].strip("| "): line for line in section.splitlines()
-            if line.startswith("| ") and "---" not in line}
+    rows = {
+        line.split(" | ")[0].strip("| "): line
+        for line in section.splitlines()
+        if line.startswith("| ") and "---" not in line
+    }
     assert set(rows) == {"check", *regime.CHECKS}
     assert "✅ pass" in rows["peak_over_fio"] and "0.08–0.2" in rows["peak_over_fio"]
     assert "not measured" in rows["reclaim_limited"]
@@ -446,11 +531,23 @@ def test_report_md_of_a_campaign_without_original(tmp_path):
 
 def test_a_failing_check_shows_as_failed():
     result = regime.evaluate(
-        regime.CampaignInputs(Path("."), "pixel6pro", None, None,
-                              [_original(events=[switch("a", "cold", 900.0),
-                                                 {"t_ms": 60_000, "type": "phase",
-                                                  "phase": "done"}])]),
-        None, {"layout": "campaign", "main": {"original_reps": [1]}, "floor": None})
+        regime.CampaignInputs(
+            Path("."),
+            "pixel6pro",
+            None,
+            None,
+            [
+                _original(
+                    events=[
+                        switch("a", "cold", 900.0),
+                        {"t_ms": 60_000, "type": "phase", "phase": "done"},
+                    ]
+                )
+            ],
+        ),
+        None,
+        {"layout": "campaign", "main": {"original_reps": [1]}, "floor": None},
+    )
     lines = regime.markdown_lines(result)
     row = next(ln for ln in lines if ln.startswith("| sustained_kills"))
     assert "❌ fail" in row and "0.00 (0.00 kills / 5 min" in row

@@ -8,50 +8,63 @@ from pathlib import Path
 
 import pytest
 
-from pmr_testbed import guest, profiles, reliability, reliability_checks, schemes
-from pmr_testbed import swap_write_errors
+from pmr_testbed import guest, profiles, reliability, reliability_checks, schemes, swap_write_errors
 from pmr_testbed.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def pmrtb(*args):
-    return subprocess.run([sys.executable, "-m", "pmr_testbed.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT / "harness"), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "pmr_testbed.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "harness"), "PATH": "/usr/bin:/bin"},
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--toggle", "/proc/sys/vm/pmr_mode"], "--toggle must be PATH=V1,V2,..."),
-    (["--toggle", "=0,1"], "--toggle must be PATH=V1,V2,..."),
-    (["--toggle", "/proc/sys/vm/pmr_mode=0"], "needs at least two non-empty values"),
-    (["--toggle", "/proc/sys/vm/pmr_mode=0,,1"], "needs at least two non-empty values"),
-    (["--toggle", "/etc/passwd=0,1"], "must be under /proc/sys or /sys"),
-    (["--toggle", "/sys/../etc/x=0,1"], "must be under /proc/sys or /sys"),
-    (["--toggle", "/proc/sys/vm/pmr_mode=0,1", "--toggles", "0"], "--toggles must be at least 1"),
-    (["--toggle", "/proc/sys/vm/pmr_mode=0,1", "--toggle-refused", "7"], "is not one of"),
-    (["--toggle", "/proc/sys/vm/pmr_mode=0,1", "--toggle-refused", "0"], "written back"),
-    (["--toggle-refused", "7"], "--toggle-refused needs --toggle"),
-    (["--swap-factor", "0"], "--swap-factor must be in (0, 50]"),
-    (["--swap-factor", "-2"], "--swap-factor must be in (0, 50]"),
-    (["--flavour", "fast"], "unknown kernel flavour 'fast'"),
-    (["--swap-full", "--swap-factor", "2"], "with --swap-full the load ends 2 sweeps after"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--toggle", "/proc/sys/vm/pmr_mode"], "--toggle must be PATH=V1,V2,..."),
+        (["--toggle", "=0,1"], "--toggle must be PATH=V1,V2,..."),
+        (["--toggle", "/proc/sys/vm/pmr_mode=0"], "needs at least two non-empty values"),
+        (["--toggle", "/proc/sys/vm/pmr_mode=0,,1"], "needs at least two non-empty values"),
+        (["--toggle", "/etc/passwd=0,1"], "must be under /proc/sys or /sys"),
+        (["--toggle", "/sys/../etc/x=0,1"], "must be under /proc/sys or /sys"),
+        (
+            ["--toggle", "/proc/sys/vm/pmr_mode=0,1", "--toggles", "0"],
+            "--toggles must be at least 1",
+        ),
+        (["--toggle", "/proc/sys/vm/pmr_mode=0,1", "--toggle-refused", "7"], "is not one of"),
+        (["--toggle", "/proc/sys/vm/pmr_mode=0,1", "--toggle-refused", "0"], "written back"),
+        (["--toggle-refused", "7"], "--toggle-refused needs --toggle"),
+        (["--swap-factor", "0"], "--swap-factor must be in (0, 50]"),
+        (["--swap-factor", "-2"], "--swap-factor must be in (0, 50]"),
+        (["--flavour", "fast"], "unknown kernel flavour 'fast'"),
+        (["--swap-full", "--swap-factor", "2"], "with --swap-full the load ends 2 sweeps after"),
+    ],
+)
 def test_bad_arguments_one_line_exit_2(tmp_path, args, message):
     out = tmp_path / "out"
-    res = pmrtb("reliability", "--profile", "pixel5", "--scheme", "original", *args,
-                "--out", str(out))
+    res = pmrtb(
+        "reliability", "--profile", "pixel5", "--scheme", "original", *args, "--out", str(out)
+    )
     assert res.returncode == 2, res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("pmrtb: error: ") and message in lines[0], lines
     assert not out.exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--profile", "iphone", "--scheme", "original"], "unknown profile 'iphone'"),
-    (["--profile", "pixel5", "--scheme", "zzz"], "unknown scheme 'zzz'"),
-    (["--profile", "pixel5", "--scheme", "original,mglru"], "takes one scheme"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--profile", "iphone", "--scheme", "original"], "unknown profile 'iphone'"),
+        (["--profile", "pixel5", "--scheme", "zzz"], "unknown scheme 'zzz'"),
+        (["--profile", "pixel5", "--scheme", "original,mglru"], "takes one scheme"),
+    ],
+)
 def test_bad_profile_or_scheme_is_named(tmp_path, args, message):
     res = pmrtb("reliability", *args, "--out", str(tmp_path / "out"))
     assert res.returncode == 2 and message in res.stderr, res.stderr
@@ -59,21 +72,40 @@ def test_bad_profile_or_scheme_is_named(tmp_path, args, message):
 
 def test_toggle_becomes_the_spec_toggle():
     t = reliability.parse_toggle("/proc/sys/vm/pmr_mode = 0, 1,2", 30, "2")
-    assert t == {"path": "/proc/sys/vm/pmr_mode", "values": ["0", "1", "2"], "refused": ["2"],
-                 "count": 30}
+    assert t == {
+        "path": "/proc/sys/vm/pmr_mode",
+        "values": ["0", "1", "2"],
+        "refused": ["2"],
+        "count": 30,
+    }
     with pytest.raises(UserError):
         reliability.parse_toggle("/proc/sys/vm/pmr_mode=0,1", 5, "1,9")
 
 
 def test_guest_spec_has_the_documented_fields_and_a_swap_disk_that_fits(tmp_path):
     profile = profiles.load("pixel5")
-    req = reliability.ReliabilityRequest("pixel5", "original", tmp_path / "o",
-                                         toggle="/sys/kernel/mm/lru_gen/enabled=n,y", toggles=20)
+    req = reliability.ReliabilityRequest(
+        "pixel5",
+        "original",
+        tmp_path / "o",
+        toggle="/sys/kernel/mm/lru_gen/enabled=n,y",
+        toggles=20,
+    )
     toggle = reliability.parse_toggle(req.toggle, req.toggles, None)
     p = reliability.Plan(req, profile, schemes.resolve("original", profile), toggle)
     spec = reliability.build_spec(p, tmp_path / "o")
-    assert set(spec) == {"out_dir", "deadline_s", "scheme", "memory", "swap", "swap_factor",
-                         "checker", "stress_ng", "toggle", "swap_full"}
+    assert set(spec) == {
+        "out_dir",
+        "deadline_s",
+        "scheme",
+        "memory",
+        "swap",
+        "swap_factor",
+        "checker",
+        "stress_ng",
+        "toggle",
+        "swap_full",
+    }
     assert spec["toggle"]["count"] == 20 and spec["toggle"]["values"] == ["n", "y"]
     assert spec["checker"]["processes"] >= 2
     assert spec["scheme"]["knobs"] == [{"path": "/sys/kernel/mm/lru_gen/enabled", "value": "n"}]
@@ -100,8 +132,10 @@ def test_swap_full_disk_holds_the_checkers_but_not_stress_ng_too(tmp_path, profi
     # MemTotal between 90% and 97% of the guest's RAM.
     for mem_total in (0.90 * ram, 0.97 * ram):
         assert full.swap_mb >= (reliability.CHECKER_RAM_RATIO - 0.6) * mem_total
-        assert full.swap_mb <= (reliability.CHECKER_RAM_RATIO + reliability.STRESS_RAM_RATIO
-                                - 0.95) * mem_total
+        assert (
+            full.swap_mb
+            <= (reliability.CHECKER_RAM_RATIO + reliability.STRESS_RAM_RATIO - 0.95) * mem_total
+        )
     spec = reliability.build_spec(full, tmp_path / "o")
     assert spec["swap_full"] is True and spec["swap_factor"] == reliability.DEFAULT_SWAP_FACTOR
     assert reliability.build_spec(normal, tmp_path / "o")["swap_full"] is False
@@ -117,8 +151,9 @@ def test_write_errors_get_a_region_inside_the_disk_in_every_mode(tmp_path):
         assert "swap_write_errors" not in reliability.build_spec(p, tmp_path / "o")
     both = _plan(tmp_path, swap_full=True, swap_write_errors=True)
     assert both.swap_mb == _plan(tmp_path, swap_full=True).swap_mb
-    assert reliability.describe_faults(both) == (", sized to run full, writes failing at "
-                                                 "sectors 131072-135167")
+    assert reliability.describe_faults(both) == (
+        ", sized to run full, writes failing at sectors 131072-135167"
+    )
     assert reliability.describe_faults(_plan(tmp_path)) == ""
 
 
@@ -128,18 +163,24 @@ def _console(*lines):
 
 
 WRITE_ERROR = "Write-error on swap-device (254:16:131080)"
-IO_ERROR = ("I/O error, dev vdb, sector 131072 op 0x1:(WRITE) flags 0x800 phys_seg 1 "
-            "prio class 2")
+IO_ERROR = "I/O error, dev vdb, sector 131072 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 2"
 
 
 def test_swap_write_errors_passes_only_when_the_swap_layer_logged_one():
     region = reliability.blkdebug.region_for(2320)
-    ok = swap_write_errors.check(_console(
-        "Adding 2375676k swap on /dev/vdb.", IO_ERROR, WRITE_ERROR,
-        "end_swap_bio_write: 41 callbacks suppressed", WRITE_ERROR,
-        "blk_print_req_error: 7 callbacks suppressed",
-        "I/O error, dev vdc, sector 8 op 0x1:(WRITE) flags 0x0 phys_seg 1 prio class 2"),
-        "vdb", region)
+    ok = swap_write_errors.check(
+        _console(
+            "Adding 2375676k swap on /dev/vdb.",
+            IO_ERROR,
+            WRITE_ERROR,
+            "end_swap_bio_write: 41 callbacks suppressed",
+            WRITE_ERROR,
+            "blk_print_req_error: 7 callbacks suppressed",
+            "I/O error, dev vdc, sector 8 op 0x1:(WRITE) flags 0x0 phys_seg 1 prio class 2",
+        ),
+        "vdb",
+        region,
+    )
     assert ok["name"] == "swap_write_errors" and ok["status"] == "pass", ok
     f = ok["figures"]
     assert (f["swap_layer_lines"], f["swap_layer_suppressed"]) == (2, 41)
@@ -160,42 +201,62 @@ def test_swap_write_errors_passes_only_when_the_swap_layer_logged_one():
 
 
 def test_the_injected_errors_are_no_splat_but_a_splat_beside_them_is():
-    console = _console(IO_ERROR, WRITE_ERROR, "end_swap_bio_write: 3 callbacks suppressed",
-                       "blk_print_req_error: 7 callbacks suppressed")
+    console = _console(
+        IO_ERROR,
+        WRITE_ERROR,
+        "end_swap_bio_write: 3 callbacks suppressed",
+        "blk_print_req_error: 7 callbacks suppressed",
+    )
     # the write-error lines alone: nothing for kernel_log
     assert guest.splats(console) == []
-    assert reliability_checks.with_kernel_log(_result("pass"), guest.splats(console))[
-        "status"] == "ok"
+    assert (
+        reliability_checks.with_kernel_log(_result("pass"), guest.splats(console))["status"] == "ok"
+    )
     # a real WARNING among them is still reported, and fails the run
     warning = "WARNING: CPU: 1 PID: 80 at mm/page_io.c:42 end_swap_bio_write+0x1/0x2"
     found = guest.splats(console + "\n" + _console(warning))
     assert len(found) == 1 and found[0].endswith(warning)
     assert reliability_checks.with_kernel_log(_result("pass"), found)["status"] == "failed"
-    for splat in ("BUG: KASAN: use-after-free in swap_writepage", "Oops: 0000 [#1] SMP",
-                  "possible circular locking dependency detected"):
+    for splat in (
+        "BUG: KASAN: use-after-free in swap_writepage",
+        "Oops: 0000 [#1] SMP",
+        "possible circular locking dependency detected",
+    ):
         assert guest.splats(console + "\n" + splat) == [splat]
 
 
 def test_host_checks_go_last_and_decide_the_status():
     region = reliability.blkdebug.region_for(2320)
     result = reliability_checks.with_check(
-        _result("pass", "skipped"), swap_write_errors.check("", "vdb", region))
+        _result("pass", "skipped"), swap_write_errors.check("", "vdb", region)
+    )
     result = reliability_checks.with_kernel_log(result, [])
-    assert [c["name"] for c in result["checks"]] == ["c0", "c1", "swap_write_errors",
-                                                     "kernel_log"]
+    assert [c["name"] for c in result["checks"]] == ["c0", "c1", "swap_write_errors", "kernel_log"]
     assert result["status"] == "failed" and reliability_checks.exit_status(result) == 1
     seen = reliability_checks.with_check(
-        result, swap_write_errors.check(_console(WRITE_ERROR), "vdb", region))
-    assert seen["status"] == "ok" and [c["name"] for c in seen["checks"]].count(
-        "swap_write_errors") == 1
+        result, swap_write_errors.check(_console(WRITE_ERROR), "vdb", region)
+    )
+    assert (
+        seen["status"] == "ok"
+        and [c["name"] for c in seen["checks"]].count("swap_write_errors") == 1
+    )
 
 
 def _result(*statuses, error=None):
-    checks = [{"name": f"c{i}", "status": s, "detail": f"detail {i}", "figures": {}}
-              for i, s in enumerate(statuses)]
+    checks = [
+        {"name": f"c{i}", "status": s, "detail": f"detail {i}", "figures": {}}
+        for i, s in enumerate(statuses)
+    ]
     failed = error or "fail" in statuses
-    return {"status": "failed" if failed else "ok", "error": error, "scheme": "original",
-            "kernel": "6.1.192+", "duration_s": 12.5, "figures": {}, "checks": checks}
+    return {
+        "status": "failed" if failed else "ok",
+        "error": error,
+        "scheme": "original",
+        "kernel": "6.1.192+",
+        "duration_s": 12.5,
+        "figures": {},
+        "checks": checks,
+    }
 
 
 def test_exit_status_is_0_only_when_nothing_failed():
@@ -213,7 +274,10 @@ def test_a_kernel_splat_fails_an_otherwise_clean_run():
     splat = "[  52.1] WARNING: CPU: 1 PID: 7 at mm/vmscan.c:123 shrink_folio_list+0x1/0x2"
     dirty = reliability_checks.with_kernel_log(_result("pass"), [splat, "BUG: x"])
     assert dirty["status"] == "failed" and reliability_checks.exit_status(dirty) == 1
-    assert "2 kernel report(s)" in dirty["checks"][-1]["detail"] and splat in dirty["checks"][-1]["detail"]
+    assert (
+        "2 kernel report(s)" in dirty["checks"][-1]["detail"]
+        and splat in dirty["checks"][-1]["detail"]
+    )
     again = reliability_checks.with_kernel_log(dirty, [])
     assert [c["name"] for c in again["checks"]].count("kernel_log") == 1
 
@@ -221,8 +285,11 @@ def test_a_kernel_splat_fails_an_otherwise_clean_run():
 def test_rows_and_summary():
     result = _result("pass", "fail", "skipped", error="cannot read /proc/vmstat")
     rows = reliability_checks.rows(result)
-    assert rows[:3] == [("c0", "pass", "detail 0"), ("c1", "fail", "detail 1"),
-                        ("c2", "skipped", "detail 2")]
+    assert rows[:3] == [
+        ("c0", "pass", "detail 0"),
+        ("c1", "fail", "detail 1"),
+        ("c2", "skipped", "detail 2"),
+    ]
     assert rows[3] == ("runtime", "fail", "cannot read /proc/vmstat")
     assert reliability_checks.summary(result) == "FAILED: 1 passed, 1 failed, 1 skipped"
     assert reliability_checks.summary(_result("pass")).startswith("PASSED")
@@ -242,6 +309,7 @@ def test_load_refuses_malformed_files(tmp_path):
 
 def test_the_table_is_printed_with_every_check(capsys):
     from pmr_testbed import cli
+
     cli.print_checks(reliability_checks.with_kernel_log(_result("pass", "skipped"), []))
     out = capsys.readouterr().out
     assert "c0" in out and "kernel_log" in out and "PASSED: 2 passed, 0 failed, 1 skipped" in out
@@ -259,19 +327,22 @@ def test_run_wires_blkdebug_and_the_host_checks(tmp_path, monkeypatch, write_err
 
     monkeypatch.setattr(paths, "BUILD_DIR", tmp_path / "build")
     machine = SimpleNamespace(
-        image=SimpleNamespace(bzimage=Path("/k/bzImage"), flavour="debug",
-                              as_dict=lambda: {"version": "6.1"}),
-        accel="tcg", dilation=SimpleNamespace(as_dict=lambda: {"factor": 9.0}),
-        limits={"swap_bps_write": 1, "swap_iops_write": 1, "swap_bps_read": 1,
-                "swap_iops_read": 1})
+        image=SimpleNamespace(
+            bzimage=Path("/k/bzImage"), flavour="debug", as_dict=lambda: {"version": "6.1"}
+        ),
+        accel="tcg",
+        dilation=SimpleNamespace(as_dict=lambda: {"factor": 9.0}),
+        limits={"swap_bps_write": 1, "swap_iops_write": 1, "swap_bps_read": 1, "swap_iops_read": 1},
+    )
     monkeypatch.setattr(guest_setup, "prepare", lambda *a, **k: machine)
     seen = {}
 
     def fake_boot(kernel, *, exec_cmd, console_path, rwdirs, disks, **kw):
         seen["disks"], seen["append"] = disks, kw.get("append")
         seen["spec"] = json.loads((rwdirs[0] / "spec.json").read_text())
-        (rwdirs[0] / "reliability.json").write_text(json.dumps(
-            dict(_result("pass"), swap_dev="vdb")))
+        (rwdirs[0] / "reliability.json").write_text(
+            json.dumps(dict(_result("pass"), swap_dev="vdb"))
+        )
         console = _console(IO_ERROR, WRITE_ERROR, "end_swap_bio_write: 4 callbacks suppressed")
         return guest.BootResult(0, console, 1.0)
 
@@ -285,6 +356,7 @@ def test_run_wires_blkdebug_and_the_host_checks(tmp_path, monkeypatch, write_err
     assert seen["append"] == ["no5lvl", "preempt=full"]
     # tagged by the output directory's path, as a campaign's (campaign.disk_dir)
     from pmr_testbed import campaign
+
     assert swap.path.parent == campaign.disk_dir(tmp_path / "out", "reliability")
     assert swap.path.parent.parent.name.startswith("out-") and not swap.path.parent.exists()
     assert result["status"] == "ok" and result["host"]["swap_full"] is True

@@ -5,16 +5,24 @@ import re
 
 import pytest
 
-from fakerun import (ramp, LMKD_HEADER, PMR_VMSTAT_KEYS, kill, lmkd_row, pmr_batch, switch,
-                     trace_text, write_campaign, write_run, writeback_time)
+from fakerun import (
+    LMKD_HEADER,
+    PMR_VMSTAT_KEYS,
+    kill,
+    lmkd_row,
+    pmr_batch,
+    ramp,
+    switch,
+    trace_text,
+    write_campaign,
+    write_run,
+    writeback_time,
+)
 from pmr_testbed import report
-from pmr_testbed.metrics import MB
-from pmr_testbed.report import (PLOT_FILES, bucketed, ecdf, median_run, size_bucket_kb,
-                                write_report)
+from pmr_testbed.report import PLOT_FILES, bucketed, ecdf, median_run, size_bucket_kb, write_report
 from pmr_testbed.summary import Run, load_campaign, load_runs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
 
 
 def _write_results(tmp_path, with_failure: bool = True):
@@ -22,28 +30,51 @@ def _write_results(tmp_path, with_failure: bool = True):
     schemes = {"original": (1.0, 5), "mglru": (0.8, 3), "pmr": (0.5, 1)}
     for scheme, (slowness, n_kills) in schemes.items():
         for rep in (1, 2):
-            switches = [switch("chrome", "cold", 900 * slowness, 0),
-                        switch("youtube", "hot", 300 * slowness + rep, 0),
-                        switch("chrome", "hot", 250 * slowness, 1),
-                        switch("youtube", "hot", 350 * slowness, 1)]
+            switches = [
+                switch("chrome", "cold", 900 * slowness, 0),
+                switch("youtube", "hot", 300 * slowness + rep, 0),
+                switch("chrome", "hot", 250 * slowness, 1),
+                switch("youtube", "hot", 350 * slowness, 1),
+            ]
             if scheme == "pmr":  # only pmr's runtime measured its hot launches
                 for s in switches[1:]:
-                    s["cost"] = {"heap_ms": 80.0 + rep, "files_ms": 20.0, "wall_ms": 100.0,
-                                 "user_ms": 10.0, "sys_ms": 30.0, "runq_ms": 20.0,
-                                 "major_faults": 4.0}
-            write_run(tmp_path / "runs" / f"{scheme}-r{rep}",
-                      switches=switches,
-                      kills=[kill("firefox", "low_swap_and_thrashing")] * (n_kills + rep),
-                      vmstat_increments={"allocstall_normal": 100 * n_kills, "pgmajfault": 5000,
-                                         "pswpout": 25600 * rep},
-                      write_sectors=ramp([0, 20 / slowness, 35 / slowness, 10, 0]),
-                      hist={"4096": 500, "12288": 40, "65536": int(30 / slowness),
-                            "524288": int(4 / slowness)},
-                      threads_cpu={"kswapd0": 10 * slowness, "kshrinkd0": 1.0})
+                    s["cost"] = {
+                        "heap_ms": 80.0 + rep,
+                        "files_ms": 20.0,
+                        "wall_ms": 100.0,
+                        "user_ms": 10.0,
+                        "sys_ms": 30.0,
+                        "runq_ms": 20.0,
+                        "major_faults": 4.0,
+                    }
+            write_run(
+                tmp_path / "runs" / f"{scheme}-r{rep}",
+                switches=switches,
+                kills=[kill("firefox", "low_swap_and_thrashing")] * (n_kills + rep),
+                vmstat_increments={
+                    "allocstall_normal": 100 * n_kills,
+                    "pgmajfault": 5000,
+                    "pswpout": 25600 * rep,
+                },
+                write_sectors=ramp([0, 20 / slowness, 35 / slowness, 10, 0]),
+                hist={
+                    "4096": 500,
+                    "12288": 40,
+                    "65536": int(30 / slowness),
+                    "524288": int(4 / slowness),
+                },
+                threads_cpu={"kswapd0": 10 * slowness, "kshrinkd0": 1.0},
+            )
             runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
     if with_failure:
-        runs.append({"scheme": "pmr", "rep": 3, "status": "failed",
-                     "error": "guest run exited with status 1; console: x/console.log"})
+        runs.append(
+            {
+                "scheme": "pmr",
+                "rep": 3,
+                "status": "failed",
+                "error": "guest run exited with status 1; console: x/console.log",
+            }
+        )
     return write_campaign(tmp_path, list(schemes), runs)
 
 
@@ -70,33 +101,46 @@ def test_report_writes_markdown_and_four_plots(tmp_path):
     # pmr's switches: one cold of 450 ms; hot 151 (rep 1) or 152 (rep 2), 125, 175 ms
     kinds = md.split("Response time by kind of switch")[1].split("Reclaim CPU seconds")[0]
     pmr_kinds = next(line for line in kinds.splitlines() if line.startswith("| pmr |"))
-    assert pmr_kinds == ("| pmr | 1 [1, 1] | 450 [450, 450] | 0.50 [0.50, 0.50] | 3 [3, 3] | "
-                         "150 [150, 151] | 0 [0, 0] | 0 [0, 0] |")
+    assert pmr_kinds == (
+        "| pmr | 1 [1, 1] | 450 [450, 450] | 0.50 [0.50, 0.50] | 3 [3, 3] | "
+        "150 [150, 151] | 0 [0, 0] | 0 [0, 0] |"
+    )
     # where hot switches' time goes: pmr's only; blocked = 100 - 10 - 30 - 20, outside the
     # launch = response - 100 (150.3 in rep 1, 150.7 in rep 2)
     assert "Where the time of cold switches goes" not in md
     hot_cost = md.split("Where the time of hot switches goes")[1].split("How reclaim balanced")[0]
-    assert [line.split(" |")[0] for line in hot_cost.splitlines()
-            if line.startswith("| ") and "---" not in line][1:] == ["| pmr"]
-    assert ("| pmr | 150 [150, 151] | 81.5 [81.0, 82.0] | 20.0 [20.0, 20.0] | 10.0 [10.0, 10.0] | "
-            "30.0 [30.0, 30.0] | 20.0 [20.0, 20.0] | 40.0 [40.0, 40.0] | 50.5 [50.3, 50.7] | "
-            "4.00 [4.00, 4.00] |") in hot_cost
+    assert [
+        line.split(" |")[0]
+        for line in hot_cost.splitlines()
+        if line.startswith("| ") and "---" not in line
+    ][1:] == ["| pmr"]
+    assert (
+        "| pmr | 150 [150, 151] | 81.5 [81.0, 82.0] | 20.0 [20.0, 20.0] | 10.0 [10.0, 10.0] | "
+        "30.0 [30.0, 30.0] | 20.0 [20.0, 20.0] | 40.0 [40.0, 40.0] | 50.5 [50.3, 50.7] | "
+        "4.00 [4.00, 4.00] |"
+    ) in hot_cost
     # the LRU balance: a row per scheme (the fake vmstat has its counters)
     balance = md.split("How reclaim balanced")[1].split("What became of the pages")[0]
-    assert [line.split(" |")[0] for line in balance.splitlines()
-            if line.startswith("| ") and "---" not in line] == [
-        "| scheme", "| original", "| mglru", "| pmr"]
+    assert [
+        line.split(" |")[0]
+        for line in balance.splitlines()
+        if line.startswith("| ") and "---" not in line
+    ] == ["| scheme", "| original", "| mglru", "| pmr"]
     assert "| share activated |" in balance
     # the pages written to swap: 100 and 200 MB by rep, none freed by reclaim, none in the
     # swap cache; no patch-27 columns, as no fake kernel has the counters
     fate = md.split("What became of the pages")[1].split("Reclaim CPU seconds")[0]
-    assert ("| pmr | 150 [100, 200] | 0.00 [0.00, 0.00] | 150 [100, 200] | 0.00 [0.00, 0.00] | "
-            "150 [100, 200] |") in fate
+    assert (
+        "| pmr | 150 [100, 200] | 0.00 [0.00, 0.00] | 150 [100, 200] | 0.00 [0.00, 0.00] | "
+        "150 [100, 200] |"
+    ) in fate
     assert "victims swapped in" not in fate
     assert "factor 3.20" in md and "swap_bps_write 400.0 MB/s" in md
     # kills 6/7, 4/5 and 2/3 by rep, all for one reason
-    assert ("LMKD kills by reason (median per reason): original low_swap_and_thrashing 6.50; "
-            "mglru low_swap_and_thrashing 4.50; pmr low_swap_and_thrashing 2.50.") in md
+    assert (
+        "LMKD kills by reason (median per reason): original low_swap_and_thrashing 6.50; "
+        "mglru low_swap_and_thrashing 4.50; pmr low_swap_and_thrashing 2.50."
+    ) in md
 
 
 def test_report_without_failures_or_baseline_data(tmp_path):
@@ -113,11 +157,12 @@ def test_report_without_failures_or_baseline_data(tmp_path):
 
 def test_host_cpu_table_only_for_runs_that_sampled_it(tmp_path):
     results = _write_results(tmp_path, with_failure=False)
-    start = 1735689600.0        # fakerun's started_at, 2025-01-01T00:00:00Z
+    start = 1735689600.0  # fakerun's started_at, 2025-01-01T00:00:00Z
     for rep, busy in ((1, 1.2), (2, 1.6)):
         (results / "runs" / f"pmr-r{rep}" / "host_cpu.csv").write_text(
             "t_unix,host_cpus,busy,vcpus,main,other\n"
-            + "".join(f"{start + t},2,{busy},0.9,0.3,0.0\n" for t in range(1, 4)))
+            + "".join(f"{start + t},2,{busy},0.9,0.3,0.0\n" for t in range(1, 4))
+        )
     md = write_report(results).read_text()
     host = md.split("The host's CPU while the guests ran")[1].split("\n\n")[1]
     rows = [line for line in host.splitlines() if line.startswith("| ") and "---" not in line]
@@ -128,15 +173,31 @@ def test_host_cpu_table_only_for_runs_that_sampled_it(tmp_path):
 def test_lmkd_table_gives_each_repetitions_wakeups_after_its_last_kill(tmp_path):
     results = _write_results(tmp_path, with_failure=False)
     # pmr-r1: a kill, then one wakeup after it
-    (results / "runs" / "pmr-r1" / "lmkd.csv").write_text("\n".join([
-        LMKD_HEADER, lmkd_row(5000, event=True, swap_is_low=True, wmark="low",
-                              reason="low_mem_and_swap", killed_kb=40000),
-        lmkd_row(7000, swap_is_low=True, wmark="min", thrashing=35)]) + "\n")
+    (results / "runs" / "pmr-r1" / "lmkd.csv").write_text(
+        "\n".join(
+            [
+                LMKD_HEADER,
+                lmkd_row(
+                    5000,
+                    event=True,
+                    swap_is_low=True,
+                    wmark="low",
+                    reason="low_mem_and_swap",
+                    killed_kb=40000,
+                ),
+                lmkd_row(7000, swap_is_low=True, wmark="min", thrashing=35),
+            ]
+        )
+        + "\n"
+    )
     md = write_report(results).read_text()
     lmkd = md.split("Why lmkd killed no more")[1].split("\n\n")[1]
-    rows = {tuple(c.strip() for c in line.split("|")[1:3]): line for line in lmkd.splitlines()
-            if line.startswith("| ") and "---" not in line}
-    assert len(rows) == 7            # the header, three schemes x two reps
+    rows = {
+        tuple(c.strip() for c in line.split("|")[1:3]): line
+        for line in lmkd.splitlines()
+        if line.startswith("| ") and "---" not in line
+    }
+    assert len(rows) == 7  # the header, three schemes x two reps
     assert rows[("pmr", "1")].endswith("| 1 | 2 | 0 | 1 | 1 | 1 | 1 | 35 | 0 |")
     # fakerun's one quiet wakeup, without a kill: after the (absent) last kill
     assert rows[("pmr", "2")].endswith("| 0 | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 0 |")
@@ -176,6 +237,7 @@ def figures(monkeypatch):
     def keep(fig, path):
         saved[path.name] = fig
         save(fig, path)
+
     monkeypatch.setattr(report, "_save", keep)
     return saved
 
@@ -183,8 +245,11 @@ def figures(monkeypatch):
 def _table_rows(md: str, section: str) -> dict[str, list[str]]:
     """{first cell: cells} of the markdown table under `## section`."""
     text = md.split(f"## {section}\n")[1].split("\n## ")[0]
-    rows = [[c.strip() for c in line.strip("|").split("|")]
-            for line in text.splitlines() if line.startswith("| ")]
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("| ")
+    ]
     return {row[0]: row for row in rows}
 
 
@@ -197,12 +262,18 @@ def _writeback_results(tmp_path):
             events, keys = [], PMR_VMSTAT_KEYS[:6]
             if us is not None:
                 keys = PMR_VMSTAT_KEYS
-                events = [writeback_time(1.0 + i / 10, 32, 32 * us * (1 + i) * 1000, 32,
-                                         32 * 40_000) for i in range(5)]
+                events = [
+                    writeback_time(1.0 + i / 10, 32, 32 * us * (1 + i) * 1000, 32, 32 * 40_000)
+                    for i in range(5)
+                ]
             if scheme == "pmr":
                 events += [pmr_batch(2.0, 256, 256, 250, 256 * 1000, 0)] * 2
-            write_run(tmp_path / "runs" / f"{scheme}-r{rep}", extra_vmstat_keys=keys,
-                      trace=trace_text(events), write_sectors=ramp([0, 10, 20, 0]))
+            write_run(
+                tmp_path / "runs" / f"{scheme}-r{rep}",
+                extra_vmstat_keys=keys,
+                trace=trace_text(events),
+                write_sectors=ramp([0, 10, 20, 0]),
+            )
             runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
     return write_campaign(tmp_path, ["original", "pmr", "pps"], runs, reps=2)
 
@@ -249,11 +320,16 @@ def test_unmap_time_plot_is_a_log_scale_distribution_per_scheme(tmp_path, figure
     runs = []
     for scheme, us in (("original", 20), ("pmr", 2)):
         for rep in (1, 2):
-            events = [writeback_time(1.0 + i / 10, 256, 256 * us * (1 + i) * 1000, 0, 0)
-                      for i in range(5)]
+            events = [
+                writeback_time(1.0 + i / 10, 256, 256 * us * (1 + i) * 1000, 0, 0) for i in range(5)
+            ]
             events.append(writeback_time(2.0, 256, 256 * 1_000_000, 0, 0, task="app-chrome-1"))
-            write_run(tmp_path / "runs" / f"{scheme}-r{rep}", extra_vmstat_keys=PMR_VMSTAT_KEYS,
-                      trace=trace_text(events), write_sectors=ramp([0, 10, 20, 0]))
+            write_run(
+                tmp_path / "runs" / f"{scheme}-r{rep}",
+                extra_vmstat_keys=PMR_VMSTAT_KEYS,
+                trace=trace_text(events),
+                write_sectors=ramp([0, 10, 20, 0]),
+            )
             runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
     write_report(write_campaign(tmp_path, ["original", "pmr"], runs, reps=2))
     (ax,) = figures[PLOT_FILES["unmap_time"]].axes
@@ -293,9 +369,11 @@ def _sweep_results(tmp_path):
         kb = int(scheme.rsplit("=", 1)[1]) if "@" in scheme else None
         for rep in (1, 2):
             peak = SWEEP_PEAKS[kb][rep - 1] if kb else 20
-            write_run(tmp_path / "runs" / f"{scheme}-r{rep}",
-                      switches=[switch("chrome", "cold", 1000.0 - (kb or 0) / 4, 0)],
-                      write_sectors=ramp([0, peak / 2, peak, 0]))
+            write_run(
+                tmp_path / "runs" / f"{scheme}-r{rep}",
+                switches=[switch("chrome", "cold", 1000.0 - (kb or 0) / 4, 0)],
+                write_sectors=ramp([0, peak / 2, peak, 0]),
+            )
             runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
     return write_campaign(tmp_path, schemes, runs, reps=2)
 
@@ -320,8 +398,10 @@ def test_sweep_table_optimum_and_figure(tmp_path, figures):
     # whiskers span each value's reps
     (whiskers,) = peak.lines[2]
     assert [tuple(seg[:, 1]) for seg in whiskers.get_segments()] == [
-        pytest.approx((30, 34), rel=1e-3), pytest.approx((60, 64), rel=1e-3),
-        pytest.approx((45, 49), rel=1e-3)]
+        pytest.approx((30, 34), rel=1e-3),
+        pytest.approx((60, 64), rel=1e-3),
+        pytest.approx((45, 49), rel=1e-3),
+    ]
     assert list(ax_r.lines[0].get_ydata()) == pytest.approx([984, 936, 744])
 
 
@@ -329,13 +409,15 @@ def test_no_sweep_when_schemes_differ_in_more_than_a_value(tmp_path):
     results = _sweep_results(tmp_path)
     campaign = results / "campaign.json"
     # the 1024 kB variant fails in both reps: two values remain, still a sweep
-    campaign.write_text(campaign.read_text().replace(
-        f'"dir": "runs/pmr@{KEY}=1024-r', '"dir": "gone/r'))
+    campaign.write_text(
+        campaign.read_text().replace(f'"dir": "runs/pmr@{KEY}=1024-r', '"dir": "gone/r')
+    )
     md = write_report(results).read_text()
     assert list(_table_rows(md, "Sweeps")) == [f"{KEY} (kB)", "64", "256"]
     # with a single value left there is no sweep
-    campaign.write_text(campaign.read_text().replace(
-        f'"dir": "runs/pmr@{KEY}=64-r', '"dir": "gone/r'))
+    campaign.write_text(
+        campaign.read_text().replace(f'"dir": "runs/pmr@{KEY}=64-r', '"dir": "gone/r')
+    )
     (results / "plots" / f"sweep_{KEY}.png").unlink()
     md = write_report(results).read_text()
     assert "## Sweeps" not in md
@@ -344,15 +426,25 @@ def test_no_sweep_when_schemes_differ_in_more_than_a_value(tmp_path):
 
 def test_kswapd_round_table(tmp_path):
     from fakerun import kswapd_round
+
     runs = []
     for scheme, wb_ms in (("original", 4), ("pmr", 1)):
-        write_run(tmp_path / "runs" / f"{scheme}-r1", write_sectors=ramp([0, 10, 0]),
-                  trace=trace_text([writeback_time(1.5, 32, wb_ms * 10**6, 32, 0),
-                                    kswapd_round(1.505, 6556, 3278, 10 * 10**6)]))
+        write_run(
+            tmp_path / "runs" / f"{scheme}-r1",
+            write_sectors=ramp([0, 10, 0]),
+            trace=trace_text(
+                [
+                    writeback_time(1.5, 32, wb_ms * 10**6, 32, 0),
+                    kswapd_round(1.505, 6556, 3278, 10 * 10**6),
+                ]
+            ),
+        )
         runs.append({"scheme": scheme, "rep": 1, "status": "ok"})
     write_run(tmp_path / "runs" / "old-r1", write_sectors=ramp([0, 10, 0]))
     runs.append({"scheme": "old", "rep": 1, "status": "ok"})
-    md = write_report(write_campaign(tmp_path, ["original", "pmr", "old"], runs, reps=1)).read_text()
+    md = write_report(
+        write_campaign(tmp_path, ["original", "pmr", "old"], runs, reps=1)
+    ).read_text()
     rows = _table_rows(md, "kswapd rounds")
     assert set(rows) == {"scheme", "original", "pmr"}  # old's run has no trace
     cells = dict(zip(rows["scheme"], rows["original"]))

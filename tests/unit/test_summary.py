@@ -5,28 +5,48 @@ import json
 
 import pytest
 
-from fakerun import PMR_VMSTAT_KEYS, kill, pmr_batch, trace_text, write_campaign, write_run, \
-    writeback_time
+from fakerun import (
+    PMR_VMSTAT_KEYS,
+    kill,
+    pmr_batch,
+    trace_text,
+    write_campaign,
+    write_run,
+    writeback_time,
+)
 from pmr_testbed.summary import validate_summary, write_summary
 
 KILL = kill("firefox", "low_swap_and_thrashing")
 
 
-def _results(tmp_path, kills: dict[str, list[int]], failed: dict[str, list[int]] | None = None,
-             extra_schemes: tuple[str, ...] = ()):
+def _results(
+    tmp_path,
+    kills: dict[str, list[int]],
+    failed: dict[str, list[int]] | None = None,
+    extra_schemes: tuple[str, ...] = (),
+):
     """A results dir whose runs have kills[scheme][rep-1] kills each; reps in
     `failed` are marked failed in campaign.json, though their files look fine."""
     failed = failed or {}
     runs = []
     for scheme, per_rep in kills.items():
         for rep, n in enumerate(per_rep, start=1):
-            write_run(tmp_path / "runs" / f"{scheme}-r{rep}", kills=[KILL] * n,
-                      vmstat_increments={"allocstall_normal": 10 * n, "pswpout": 256 * rep},
-                      hist={"4096": 10 * rep, "65536": 1},
-                      threads_cpu={"kswapd0": 2.0 * rep, "kswapd1": 1.0})
+            write_run(
+                tmp_path / "runs" / f"{scheme}-r{rep}",
+                kills=[KILL] * n,
+                vmstat_increments={"allocstall_normal": 10 * n, "pswpout": 256 * rep},
+                hist={"4096": 10 * rep, "65536": 1},
+                threads_cpu={"kswapd0": 2.0 * rep, "kswapd1": 1.0},
+            )
             if rep in failed.get(scheme, []):
-                runs.append({"scheme": scheme, "rep": rep, "status": "failed",
-                             "error": "guest run exited with status 1"})
+                runs.append(
+                    {
+                        "scheme": scheme,
+                        "rep": rep,
+                        "status": "failed",
+                        "error": "guest run exited with status 1",
+                    }
+                )
             else:
                 runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
     return write_campaign(tmp_path, [*kills, *extra_schemes], runs)
@@ -51,8 +71,9 @@ def test_median_min_max_and_summed_hist(tmp_path):
 
 def test_kills_by_reason_count_zero_in_runs_without_them(tmp_path):
     results = _results(tmp_path, {"original": [0, 2, 3]})
-    write_run(results / "runs" / "original-r3",
-              kills=[KILL, KILL, kill("opera", "low_mem_and_swap")])
+    write_run(
+        results / "runs" / "original-r3", kills=[KILL, KILL, kill("opera", "low_mem_and_swap")]
+    )
     e = write_summary(results)["schemes"]["original"]
     # low_swap_and_thrashing: 0, 2, 2 -> 2; low_mem_and_swap: 0, 0, 1 -> 0
     assert e["kills_by_reason"] == {"low_swap_and_thrashing": 2, "low_mem_and_swap": 0}
@@ -65,8 +86,9 @@ def test_single_run_has_no_spread(tmp_path):
 
 
 def test_failed_runs_are_excluded_and_listed(tmp_path):
-    results = _results(tmp_path, {"original": [2, 100, 4], "pmr": [1, 1, 1]},
-                       failed={"original": [2]})
+    results = _results(
+        tmp_path, {"original": [2, 100, 4], "pmr": [1, 1, 1]}, failed={"original": [2]}
+    )
     # campaign says ok, but the guest's run.json says failed: also not a result
     write_run(results / "runs" / "pmr-r3", status="failed", kills=[KILL] * 50)
     s = write_summary(results)
@@ -87,8 +109,9 @@ def test_ratios_of_medians_and_paired_spread(tmp_path):
     r = s["ratios"]["pmr"]
     assert r["kills"] == pytest.approx(2 / 6)
     # pairs by rep: 1/4, 3/6, 2/8
-    assert r["spread"]["kills"] == pytest.approx({"min": 0.25, "max": 0.5, "median": 0.25,
-                                                  "pairs": 3})
+    assert r["spread"]["kills"] == pytest.approx(
+        {"min": 0.25, "max": 0.5, "median": 0.25, "pairs": 3}
+    )
     assert r["allocstall"] == pytest.approx(20 / 60)
     assert r["pswpout_mb"] == pytest.approx(1.0)
     assert set(r) >= {"response_ms.mean", "reclaim_mbps.peak", "reclaim_cpu_total"}
@@ -133,23 +156,32 @@ def test_setup_is_copied(tmp_path):
     assert s["kernel"]["series"] == ["0001-mm-pmr-victim-list.patch"]
 
 
-@pytest.mark.parametrize("damage, problem", [
-    (lambda s: s["schemes"]["original"].pop("kills"), "schemes.original.kills"),
-    (lambda s: s["schemes"]["pmr"]["response_ms"].pop("p95"), "schemes.pmr.response_ms.p95"),
-    (lambda s: s["schemes"]["pmr"].__setitem__("allocstall", "many"), "schemes.pmr.allocstall"),
-    (lambda s: s.pop("dilation"), "dilation"),
-    (lambda s: s["kernel"].pop("series"), "kernel"),
-    (lambda s: s["ratios"]["pmr"].pop("kills"), "ratios.pmr.kills"),
-    (lambda s: s["ratios"]["pmr"]["p_value"].__setitem__("kills", 1.5),
-     "ratios.pmr.p_value.kills"),
-    (lambda s: s["failed_runs"].append({"scheme": "pmr"}), "failed_runs"),
-    (lambda s: s["schemes"]["original"]["spread"].__setitem__("kills", {"min": 9, "max": 1}),
-     "spread.kills"),
-    (lambda s: s["schemes"]["pmr"].pop("writeback"), "schemes.pmr.writeback"),
-    (lambda s: s["schemes"]["original"].__setitem__("bulk", 12), "schemes.original.bulk"),
-    (lambda s: s["schemes"]["pmr"]["memory_stall_s"].pop("some"),
-     "schemes.pmr.memory_stall_s.some"),
-])
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        (lambda s: s["schemes"]["original"].pop("kills"), "schemes.original.kills"),
+        (lambda s: s["schemes"]["pmr"]["response_ms"].pop("p95"), "schemes.pmr.response_ms.p95"),
+        (lambda s: s["schemes"]["pmr"].__setitem__("allocstall", "many"), "schemes.pmr.allocstall"),
+        (lambda s: s.pop("dilation"), "dilation"),
+        (lambda s: s["kernel"].pop("series"), "kernel"),
+        (lambda s: s["ratios"]["pmr"].pop("kills"), "ratios.pmr.kills"),
+        (
+            lambda s: s["ratios"]["pmr"]["p_value"].__setitem__("kills", 1.5),
+            "ratios.pmr.p_value.kills",
+        ),
+        (lambda s: s["failed_runs"].append({"scheme": "pmr"}), "failed_runs"),
+        (
+            lambda s: s["schemes"]["original"]["spread"].__setitem__("kills", {"min": 9, "max": 1}),
+            "spread.kills",
+        ),
+        (lambda s: s["schemes"]["pmr"].pop("writeback"), "schemes.pmr.writeback"),
+        (lambda s: s["schemes"]["original"].__setitem__("bulk", 12), "schemes.original.bulk"),
+        (
+            lambda s: s["schemes"]["pmr"]["memory_stall_s"].pop("some"),
+            "schemes.pmr.memory_stall_s.some",
+        ),
+    ],
+)
 def test_validate_summary_catches_schema_problems(tmp_path, damage, problem):
     s = write_summary(_results(tmp_path, {"original": [1, 2], "pmr": [0, 1]}))
     assert validate_summary(s) == []
@@ -174,12 +206,17 @@ def _writeback_results(tmp_path):
     for scheme, base_us in (("original", 20), ("pmr", 2)):
         for rep in (1, 2, 3):
             us = base_us * rep
-            events = [writeback_time(1.0, 32, 32 * us * 1000, 32, 32 * 50_000),
-                      writeback_time(2.0, 32, 32 * us * 3000, 32, 32 * 50_000)]
+            events = [
+                writeback_time(1.0, 32, 32 * us * 1000, 32, 32 * 50_000),
+                writeback_time(2.0, 32, 32 * us * 3000, 32, 32 * 50_000),
+            ]
             if scheme == "pmr":
                 events += [pmr_batch(3.0, 128 * rep, 128 * rep, 128 * rep, 0, 0)] * 2
-            write_run(tmp_path / "runs" / f"{scheme}-r{rep}", trace=trace_text(events),
-                      extra_vmstat_keys=PMR_VMSTAT_KEYS)
+            write_run(
+                tmp_path / "runs" / f"{scheme}-r{rep}",
+                trace=trace_text(events),
+                extra_vmstat_keys=PMR_VMSTAT_KEYS,
+            )
             runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
     write_run(tmp_path / "runs" / "old-r1")
     runs.append({"scheme": "old", "rep": 1, "status": "ok"})
@@ -192,12 +229,18 @@ def test_writeback_and_bulk_medians_with_spread(tmp_path):
     # rep r: calls at r x 20 and r x 60 µs/page -> p50 r x 40; median over reps at rep 2
     assert original["writeback"]["unmap_us_per_page"]["p50"] == pytest.approx(80.0)
     assert original["spread"]["writeback.unmap_us_per_page.p50"] == pytest.approx(
-        {"min": 40.0, "max": 120.0})
-    assert original["writeback"]["pageout_us_per_page"] == pytest.approx({"p50": 50.0,
-                                                                          "p95": 50.0})
-    assert set(original["writeback"]) == {"unmap_us_per_page", "unmap_us_per_page_mean",
-                                          "unmap_window_us_per_page", "pageout_us_per_page",
-                                          "unmap_s", "pageout_s", "unmap_share"}
+        {"min": 40.0, "max": 120.0}
+    )
+    assert original["writeback"]["pageout_us_per_page"] == pytest.approx({"p50": 50.0, "p95": 50.0})
+    assert set(original["writeback"]) == {
+        "unmap_us_per_page",
+        "unmap_us_per_page_mean",
+        "unmap_window_us_per_page",
+        "pageout_us_per_page",
+        "unmap_s",
+        "pageout_s",
+        "unmap_share",
+    }
     # rep 2: 64 pages at 40 and 120 µs/page
     assert original["writeback"]["unmap_us_per_page_mean"] == pytest.approx(80.0)
     assert pmr["writeback"]["unmap_us_per_page"]["p50"] == pytest.approx(8.0)
@@ -227,19 +270,35 @@ def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
     assert [r["rep"] for r in rows] == [1, 2, 3]
     assert [r["kills"] for r in rows] == [2, 5, 3]
     assert rows[0]["settled.last_kill_s"] == pytest.approx(6.0)
-    assert set(rows[0]) == {"rep", "kills", "memory_stall_s.some", "settled.last_kill_s",
-                            "settled.file_refaults_per_s", "settled.swap_free_mb_min",
-                            "settled.swap_full_s", "lru_balance.file_activated_share",
-                            "response_ms.mean", "switch_kinds.cold.mean_ms",
-                            "switch_kinds.cold.cost.runq_ms", "allocstall", "reclaim_cpu_total",
-                            "reclaim_cpu_us_per_page", "settled.after_last_kill.reclaim_cpu_s",
-                            "pswpout_mb", "settled.after_last_kill.pswpout_mb",
-                            "settled.lmkd.events", "settled.lmkd.evaluated",
-                            "settled.lmkd.events_after", "settled.lmkd.wakeups_after",
-                            "settled.lmkd.evaluated_after",
-                            "settled.lmkd.swap_low", "settled.lmkd.under_low_wmark",
-                            "settled.lmkd.swap_low_under_low_wmark", "settled.lmkd.thrashing_max",
-                            "settled.lmkd.kill_reasons_without_victim"}
+    assert set(rows[0]) == {
+        "rep",
+        "kills",
+        "memory_stall_s.some",
+        "settled.last_kill_s",
+        "settled.file_refaults_per_s",
+        "settled.swap_free_mb_min",
+        "settled.swap_full_s",
+        "lru_balance.file_activated_share",
+        "response_ms.mean",
+        "switch_kinds.cold.mean_ms",
+        "switch_kinds.cold.cost.runq_ms",
+        "allocstall",
+        "reclaim_cpu_total",
+        "reclaim_cpu_us_per_page",
+        "settled.after_last_kill.reclaim_cpu_s",
+        "pswpout_mb",
+        "settled.after_last_kill.pswpout_mb",
+        "settled.lmkd.events",
+        "settled.lmkd.evaluated",
+        "settled.lmkd.events_after",
+        "settled.lmkd.wakeups_after",
+        "settled.lmkd.evaluated_after",
+        "settled.lmkd.swap_low",
+        "settled.lmkd.under_low_wmark",
+        "settled.lmkd.swap_low_under_low_wmark",
+        "settled.lmkd.thrashing_max",
+        "settled.lmkd.kill_reasons_without_victim",
+    }
     broken = copy.deepcopy(s)
     broken["schemes"]["original"]["by_rep"].pop()
     assert any("by_rep" in p for p in validate_summary(broken))
@@ -248,7 +307,7 @@ def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
     fit = s["fitting"]["schemes"]["original"]
     assert fit["reps"] == [1, 2, 3]
     assert fit["figures"]["kills"] == {"median": 3, "min": 2, "max": 5}
-    assert fit["figures"]["switch_kinds.cold.cost.runq_ms"] is None     # no launch costs
+    assert fit["figures"]["switch_kinds.cold.cost.runq_ms"] is None  # no launch costs
     broken = copy.deepcopy(s)
     broken["fitting"] = {"reps": []}
     assert "fitting: needs an object with schemes" in validate_summary(broken)
@@ -256,6 +315,7 @@ def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
 
 def test_launch_costs_summarise_across_reps_with_and_without_them(tmp_path):
     from fakerun import switch
+
     runs = []
     for rep, cold_cost in ((1, None), (2, 300.0), (3, 500.0)):
         cold = switch("chrome", "cold", 1000.0, 0, t_ms=1000)
@@ -284,7 +344,8 @@ def test_a_trace_event_asked_for_and_missing_is_a_warning(tmp_path):
         write_run(results / "runs" / run, trace=trace_text([], missing=missing))
     assert write_summary(results)["warnings"] == [
         "original rep 1: the kernel has no vmscan/nope (--trace-event): not recorded",
-        "pmr rep 1: the kernel has no vmscan/nope (--trace-event): not recorded"]
+        "pmr rep 1: the kernel has no vmscan/nope (--trace-event): not recorded",
+    ]
 
 
 @pytest.mark.parametrize("without", [1, 3])
@@ -294,6 +355,7 @@ def test_runs_with_and_without_lmkd_csv_summarise_together(tmp_path, without):
     s = write_summary(results)
     rows = {r["rep"]: r for r in s["schemes"]["original"]["by_rep"]}
     assert rows[without]["settled.lmkd.events"] is None
-    assert all(rows[rep]["settled.lmkd.wakeups_after"] is not None
-               for rep in rows if rep != without)
+    assert all(
+        rows[rep]["settled.lmkd.wakeups_after"] is not None for rep in rows if rep != without
+    )
     assert validate_summary(s) == []

@@ -33,20 +33,26 @@ def test_guest_command_finds_the_disk_by_serial_and_runs_the_job(tmp_path):
 
 
 def _summary(bw):
-    return {"swap_bandwidth": bw,
-            "schemes": {"original": {"reclaim_mbps": {"peak": 40.0}},
-                        "pmr": {"reclaim_mbps": {"peak": 100.0}}}}
+    return {
+        "swap_bandwidth": bw,
+        "schemes": {
+            "original": {"reclaim_mbps": {"peak": 40.0}},
+            "pmr": {"reclaim_mbps": {"peak": 100.0}},
+        },
+    }
 
 
 def test_report_sets_each_peak_against_the_disk():
-    (line,) = report.disk_share_lines(_summary({"write_mbps": 125.0, "fio": {"iodepth": 16},
-                                                "error": None}))
+    (line,) = report.disk_share_lines(
+        _summary({"write_mbps": 125.0, "fio": {"iodepth": 16}, "error": None})
+    )
     assert "writes 125 MB/s as fio measures it" in line
     assert "original 0.32, pmr 0.80" in line
 
 
 def test_report_says_when_the_disk_was_not_or_could_not_be_measured():
     assert "not measured" in report.disk_share_lines(_summary(None))[0]
-    (line,) = report.disk_share_lines(_summary({"write_mbps": None, "fio": {},
-                                                "error": "fio exited with status 1"}))
+    (line,) = report.disk_share_lines(
+        _summary({"write_mbps": None, "fio": {}, "error": "fio exited with status 1"})
+    )
     assert "could not be measured: fio exited with status 1" in line

@@ -10,7 +10,9 @@ KEY = "pmr_unmap_unit_kbytes"
 def test_parse_name_splits_parts_and_overrides():
     assert parse_name("pmr") == [Part("pmr", ())]
     assert parse_name(f"pmr@{KEY}=64@pmr_mode=2+ice") == [
-        Part("pmr", ((KEY, "64"), ("pmr_mode", "2"))), Part("ice", ())]
+        Part("pmr", ((KEY, "64"), ("pmr_mode", "2"))),
+        Part("ice", ()),
+    ]
     assert parse_name("pmr@path=a=b") == [Part("pmr", (("path", "a=b"),))]
     assert base_name(f"pmr@{KEY}=64+ice@x=1") == "pmr+ice"
 
@@ -23,9 +25,13 @@ def test_malformed_overrides_are_refused(name):
 
 def test_one_knob_at_several_values_is_a_sweep_ordered_by_value():
     names = ["original", f"pmr@{KEY}=1024", "pmr", f"pmr@{KEY}=64", f"pmr@{KEY}=256", "mglru"]
-    assert find_sweeps(names) == [Sweep(KEY, "pmr", ((64.0, f"pmr@{KEY}=64"),
-                                                     (256.0, f"pmr@{KEY}=256"),
-                                                     (1024.0, f"pmr@{KEY}=1024")))]
+    assert find_sweeps(names) == [
+        Sweep(
+            KEY,
+            "pmr",
+            ((64.0, f"pmr@{KEY}=64"), (256.0, f"pmr@{KEY}=256"), (1024.0, f"pmr@{KEY}=1024")),
+        )
+    ]
 
 
 def test_a_single_value_or_different_bases_are_no_sweep():
@@ -35,19 +41,30 @@ def test_a_single_value_or_different_bases_are_no_sweep():
 
 def test_other_overrides_must_agree_in_any_order():
     # a second knob held fixed (written in either order) still makes a sweep ...
-    held = find_sweeps([f"pmr@{KEY}=64@pmr_victim_target_kbytes=0",
-                        f"pmr@pmr_victim_target_kbytes=0@{KEY}=256"])
+    held = find_sweeps(
+        [f"pmr@{KEY}=64@pmr_victim_target_kbytes=0", f"pmr@pmr_victim_target_kbytes=0@{KEY}=256"]
+    )
     assert [(s.key, s.label, [v for v, _ in s.points]) for s in held] == [
-        (KEY, "pmr@pmr_victim_target_kbytes=0", [64.0, 256.0])]
+        (KEY, "pmr@pmr_victim_target_kbytes=0", [64.0, 256.0])
+    ]
     # ... but two knobs that both change are not one knob's sweep
-    assert find_sweeps([f"pmr@{KEY}=64@pmr_victim_target_kbytes=0",
-                        f"pmr@{KEY}=256@pmr_victim_target_kbytes=1024"]) == []
+    assert (
+        find_sweeps(
+            [
+                f"pmr@{KEY}=64@pmr_victim_target_kbytes=0",
+                f"pmr@{KEY}=256@pmr_victim_target_kbytes=1024",
+            ]
+        )
+        == []
+    )
 
 
 def test_non_numeric_values_and_malformed_names_are_no_sweep():
     assert find_sweeps(["mglru@enabled=y", "mglru@enabled=n"]) == []
     assert find_sweeps(["pmr@64", f"pmr@{KEY}=64", f"pmr@{KEY}=128"])[0].points == (
-        (64.0, f"pmr@{KEY}=64"), (128.0, f"pmr@{KEY}=128"))
+        (64.0, f"pmr@{KEY}=64"),
+        (128.0, f"pmr@{KEY}=128"),
+    )
 
 
 def test_sweeps_in_combined_schemes_keep_their_part():
@@ -55,7 +72,8 @@ def test_sweeps_in_combined_schemes_keep_their_part():
     assert [(s.label, len(s.points)) for s in sweeps] == [("pmr+ice", 2)]
 
 
-@pytest.mark.parametrize("key, text", [(KEY, "kB"), ("watermark_scale_factor", ""),
-                                       ("dirty_expire_ms", "ms")])
+@pytest.mark.parametrize(
+    "key, text", [(KEY, "kB"), ("watermark_scale_factor", ""), ("dirty_expire_ms", "ms")]
+)
 def test_unit_from_the_knob_name(key, text):
     assert unit(key) == text

@@ -4,27 +4,38 @@ import pytest
 
 from fakerun import pmr_batch, trace_text, writeback_time
 from pmr_testbed.trace import parse_trace
-from pmr_testbed.writeback import (BULK_COUNTERS, UNMAP_WINDOW_PAGES, bulk_figures,
-                                   unmap_us_per_page, unmap_window_us_per_page,
-                                   writeback_figures)
+from pmr_testbed.writeback import (
+    BULK_COUNTERS,
+    UNMAP_WINDOW_PAGES,
+    bulk_figures,
+    unmap_us_per_page,
+    unmap_window_us_per_page,
+    writeback_figures,
+)
 
 # four shrink_folio_list() calls: unmap 2, 10 and 4 µs/page (the third unmapped
 # nothing), pageout 10, 5 and 20 µs/page (the second paged out nothing)
-CALLS = [writeback_time(1.0, 32, 64_000, 30, 300_000),
-         writeback_time(1.5, 10, 100_000, 0, 0, task="app-chrome-1", pid=2345, cpu=1),
-         writeback_time(2.0, 0, 0, 8, 40_000),
-         writeback_time(2.5, 4, 16_000, 4, 80_000)]
+CALLS = [
+    writeback_time(1.0, 32, 64_000, 30, 300_000),
+    writeback_time(1.5, 10, 100_000, 0, 0, task="app-chrome-1", pid=2345, cpu=1),
+    writeback_time(2.0, 0, 0, 8, 40_000),
+    writeback_time(2.5, 4, 16_000, 4, 80_000),
+]
 # three bulk batches: first pass 2, 10 and 2 µs per page taken
-BATCHES = [pmr_batch(3.0, 256, 250, 250, 512_000, 2_000_000),
-           pmr_batch(3.5, 128, 128, 120, 1_280_000, 1_000_000),
-           pmr_batch(4.0, 64, 60, 60, 128_000, 500_000)]
+BATCHES = [
+    pmr_batch(3.0, 256, 250, 250, 512_000, 2_000_000),
+    pmr_batch(3.5, 128, 128, 120, 1_280_000, 1_000_000),
+    pmr_batch(4.0, 64, 60, 60, 128_000, 500_000),
+]
 
 
 def _vmstat(**deltas):
     """A vmstat table whose PMR part-2 counters rise by `deltas` (as vmstat.csv reads)."""
     header = ["t_ms", "pswpout", *deltas]
-    return header, [["0", "5", *("100" for _ in deltas)],
-                    ["100", "9", *(str(100 + d) for d in deltas.values())]]
+    return header, [
+        ["0", "5", *("100" for _ in deltas)],
+        ["100", "9", *(str(100 + d) for d in deltas.values())],
+    ]
 
 
 NO_PART2 = (["t_ms", "pswpout", "nr_victim"], [["0", "1", "0"], ["100", "2", "0"]])
@@ -50,8 +61,10 @@ def test_unmap_windows_put_calls_and_batches_on_the_same_granularity():
     as one batch of 256 pages does; an app's direct reclaim is left out, and
     so is the last, partial window."""
     assert UNMAP_WINDOW_PAGES == 256
-    calls = [writeback_time(1.0 + i / 10, 32, 32_000 if i else 32_000 + 1_024_000, 32, 0)
-             for i in range(8)]
+    calls = [
+        writeback_time(1.0 + i / 10, 32, 32_000 if i else 32_000 + 1_024_000, 32, 0)
+        for i in range(8)
+    ]
     direct = writeback_time(2.0, 32, 9_999_000, 0, 0, task="app-chrome-1", pid=2345)
     batch = writeback_time(3.0, 256, 256_000 + 1_024_000, 0, 0)
     partial = writeback_time(4.0, 100, 100_000, 0, 0)
@@ -79,19 +92,30 @@ def test_writeback_that_only_paged_out_has_no_unmap_percentiles():
 
 
 def test_bulk_from_batch_events_before_counters():
-    vmstat = _vmstat(pmr_batch=99, pmr_batch_pages=99, pmr_batch_pageout=99,
-                     pmr_batch_unmap_us=99)
+    vmstat = _vmstat(pmr_batch=99, pmr_batch_pages=99, pmr_batch_pageout=99, pmr_batch_unmap_us=99)
     bulk = bulk_figures(parse_trace(trace_text(CALLS + BATCHES)), vmstat)
-    assert bulk == pytest.approx({"batches": 3, "pages_per_batch_mean": 448 / 3,
-                                  "pageout_pages": 430, "first_pass_us_per_page_p50": 2.0,
-                                  "first_pass_us_per_page_mean": 1920 / 448})
+    assert bulk == pytest.approx(
+        {
+            "batches": 3,
+            "pages_per_batch_mean": 448 / 3,
+            "pageout_pages": 430,
+            "first_pass_us_per_page_p50": 2.0,
+            "first_pass_us_per_page_mean": 1920 / 448,
+        }
+    )
 
 
 def test_bulk_falls_back_to_vmstat_counters_without_batch_events():
-    vmstat = _vmstat(pmr_batch=10, pmr_batch_pages=2560, pmr_batch_pageout=2500,
-                     pmr_batch_unmap_us=5120)
-    expected = {"batches": 10, "pages_per_batch_mean": 256.0, "pageout_pages": 2500,
-                "first_pass_us_per_page_p50": None, "first_pass_us_per_page_mean": 2.0}
+    vmstat = _vmstat(
+        pmr_batch=10, pmr_batch_pages=2560, pmr_batch_pageout=2500, pmr_batch_unmap_us=5120
+    )
+    expected = {
+        "batches": 10,
+        "pages_per_batch_mean": 256.0,
+        "pageout_pages": 2500,
+        "first_pass_us_per_page_p50": None,
+        "first_pass_us_per_page_mean": 2.0,
+    }
     assert bulk_figures(None, vmstat) == expected
     untraced = parse_trace(trace_text(CALLS, missing=("vmscan/mm_vmscan_pmr_batch",)))
     assert bulk_figures(untraced, vmstat) == expected
@@ -100,9 +124,14 @@ def test_bulk_falls_back_to_vmstat_counters_without_batch_events():
 def test_bulk_is_zero_outside_mode_2_and_none_without_part2():
     idle = _vmstat(**dict.fromkeys(BULK_COUNTERS, 0))
     assert bulk_figures(parse_trace(trace_text(CALLS)), idle) == {
-        "batches": 0, "pages_per_batch_mean": None, "pageout_pages": 0,
-        "first_pass_us_per_page_p50": None, "first_pass_us_per_page_mean": None}
+        "batches": 0,
+        "pages_per_batch_mean": None,
+        "pageout_pages": 0,
+        "first_pass_us_per_page_p50": None,
+        "first_pass_us_per_page_mean": None,
+    }
     assert bulk_figures(None, NO_PART2) is None
-    missing = trace_text([], missing=("vmscan/mm_vmscan_writeback_time",
-                                      "vmscan/mm_vmscan_pmr_batch"))
+    missing = trace_text(
+        [], missing=("vmscan/mm_vmscan_writeback_time", "vmscan/mm_vmscan_pmr_batch")
+    )
     assert bulk_figures(parse_trace(missing), NO_PART2) is None
