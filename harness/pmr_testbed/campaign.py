@@ -127,6 +127,7 @@ def plan(req: CampaignRequest) -> Plan:
     if req.reps < 1:
         raise UserError(f"--reps must be at least 1, got {req.reps}")
     kernel_profile.check(req.perf_hz)
+    kernel.check_flavour(req.flavour)
     req = dataclasses.replace(req, trace_events=tuple(trace.extra_trace_events(req.trace_events)))
     guest_setup.check_host(profile)
     if not req.resume and req.out.exists() and any(req.out.iterdir()):
@@ -197,7 +198,7 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
             entry: dict[str, Any] = {"scheme": scheme.name, "rep": rep, "dir": f"runs/{run_id}"}
             try:
                 t0 = time.monotonic()
-                _one_run(req, run_id, scenario, profile, scheme, image, accel, dil, limits)
+                _one_run(req, run_id, scenario, profile, scheme, machine)
                 entry.update(status="ok", error=None, wall_s=round(time.monotonic() - t0, 1))
                 progress(f"{run_id}: done in {entry['wall_s']} s", True)
             except GuestError as exc:
@@ -285,8 +286,9 @@ def disk_dir(out: Path, run_id: str) -> Path:
 
 
 def _one_run(
-    req: CampaignRequest, run_id: str, scenario, profile, scheme, image, accel, dil, limits
+    req: CampaignRequest, run_id: str, scenario, profile, scheme, machine: guest_setup.Machine
 ) -> None:
+    image, accel, dil, limits = machine.image, machine.accel, machine.dilation, machine.limits
     run_dir = req.out / "runs" / run_id
     run_dir.mkdir(parents=True)
     slowdown = kernel.SLOWDOWN[req.flavour]
@@ -310,7 +312,7 @@ def _one_run(
         res = guest.boot(
             image.bzimage,
             exec_cmd=kernel_profile.wrap(
-                f"{paths.RUNTIME_BIN} run --spec {run_dir / 'spec.json'}", run_dir, req.perf_hz
+                f"{machine.runtime} run --spec {run_dir / 'spec.json'}", run_dir, req.perf_hz
             ),
             console_path=run_dir / "console.log",
             deadline_s=(scenario.deadline_s + guest_setup.BOOT_SLACK_S) * slowdown,

@@ -148,7 +148,7 @@ def _guest_bench(
     """The benchmark's result in one guest boot."""
     res = guest.boot(
         kernel,
-        exec_cmd=" ".join([str(paths.RUNTIME_BIN), *BENCH_ARGS]),
+        exec_cmd=" ".join([str(paths.guest_runtime()), *BENCH_ARGS]),
         console_path=console,
         deadline_s=180,
         ram_mb=ram_mb,

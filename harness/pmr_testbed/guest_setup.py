@@ -71,6 +71,7 @@ class Machine:
     # the original kernel's peak reclaim with an unthrottled disk (max_rate.ceiling)
     reclaim_ceiling: dict
     limits: dict  # QEMU throttling of the swap disk (profile.qemu_limits)
+    runtime: Path  # the pmr-guest the guests run (paths.guest_runtime)
 
     def flash_calibration(self, profile: Profile) -> dict:
         """How the swap disk's limits were derived, for campaign.json."""
@@ -102,7 +103,14 @@ def prepare(
     )
     progress(f"reclaim ceiling ({accel})")
     ceiling = max_rate.ceiling(image, accel, work_dir)
-    return Machine(image, accel, dil, ceiling, profile.qemu_limits(ceiling["reclaim_peak_mbps"]))
+    return Machine(
+        image,
+        accel,
+        dil,
+        ceiling,
+        profile.qemu_limits(ceiling["reclaim_peak_mbps"]),
+        paths.guest_runtime(),
+    )
 
 
 def swap_disk(

@@ -322,10 +322,15 @@ def _up_to_date(flavour: str) -> KernelImage | None:
     return None
 
 
-def build(flavour: str = "testbed", jobs: int | None = None) -> KernelImage:
-    """Build (or reuse) the kernel of a flavour and return its image."""
+def check_flavour(flavour: str) -> None:
+    """UserError unless `flavour` is a kernel flavour (FLAVOURS)."""
     if flavour not in FLAVOURS:
         raise UserError(f"unknown kernel flavour {flavour!r}: use one of {', '.join(FLAVOURS)}")
+
+
+def build(flavour: str = "testbed", jobs: int | None = None) -> KernelImage:
+    """Build (or reuse) the kernel of a flavour and return its image."""
+    check_flavour(flavour)
     for tool in ("make", "gcc", "flex", "bison", "bc", "ccache"):
         if not shutil.which(tool):
             raise UserError(f"{tool} not found: run `make setup` to install the kernel build tools")

@@ -120,7 +120,7 @@ def guest_command(profile: Profile, out: Path) -> str:
         'read -r -a ks < /proc/$kp/stat; echo "$up ${st} ${ks[13]} ${ks[14]}"; '
         f"sleep {SAMPLE_S}; done > {samples}; }}; "
         "sample & sampler=$!; "
-        f"{paths.RUNTIME_BIN} alloc --mb {job['bytes_mb']} --threads {WORKERS} "
+        f"{paths.guest_runtime()} alloc --mb {job['bytes_mb']} --threads {WORKERS} "
         f"--seconds {STRESS_S}; "
         "kill $sampler; wait $sampler 2>/dev/null || true"
     )

@@ -1,6 +1,7 @@
 """Where things live in the project tree."""
 
 import hashlib
+import os
 from pathlib import Path
 
 from .errors import UserError
@@ -16,6 +17,7 @@ RUNTIME_DIR = ROOT / "runtime"
 RUNTIME_BIN = RUNTIME_DIR / "target" / "release" / "pmr-guest"
 BUILD_DIR = ROOT / "build"
 RESULTS_DIR = ROOT / "results"
+RUNTIME_SNAPSHOTS_DIR = BUILD_DIR / "runtime"
 KERNEL_SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 
 
@@ -26,3 +28,25 @@ def runtime_digest() -> str:
         return hashlib.sha256(RUNTIME_BIN.read_bytes()).hexdigest()
     except FileNotFoundError:
         raise UserError(f"{RUNTIME_BIN} is not built: run `make setup`") from None
+
+
+def guest_runtime() -> Path:
+    """The pmr-guest that guests run: a copy of the built binary, one per
+    content (build/runtime/<sha256 prefix>/pmr-guest), written once and
+    never rewritten. Guests see the host's files live, so a guest that
+    starts a process while `make setup` or cargo rewrites
+    runtime/target/release/pmr-guest would load a half-written binary (an
+    app then dies of SIGSEGV in ld.so and fails its run); a campaign takes
+    this path once and keeps its binary for all its runs."""
+    try:
+        data = RUNTIME_BIN.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{RUNTIME_BIN} is not built: run `make setup`") from None
+    snapshot = RUNTIME_SNAPSHOTS_DIR / hashlib.sha256(data).hexdigest()[:16] / "pmr-guest"
+    if not snapshot.exists():
+        snapshot.parent.mkdir(parents=True, exist_ok=True)
+        tmp = snapshot.with_name(f".pmr-guest.{os.getpid()}")
+        tmp.write_bytes(data)
+        tmp.chmod(0o755)
+        os.replace(tmp, snapshot)
+    return snapshot

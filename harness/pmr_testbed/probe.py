@@ -59,10 +59,7 @@ def check(name: str, flavour: str, image: Path | None = None) -> Path:
     """The probe's script, or a UserError for an unknown probe or flavour or
     a kernel image that is not there."""
     path = script(name)
-    if flavour not in kernel.SLOWDOWN:
-        raise UserError(
-            f"--flavour {flavour!r} is not a kernel flavour: use {' or '.join(kernel.SLOWDOWN)}"
-        )
+    kernel.check_flavour(flavour)
     if image is not None and not image.is_file():
         raise UserError(f"--kernel {image}: no such kernel image (a bzImage)")
     return path

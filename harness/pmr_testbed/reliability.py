@@ -145,10 +145,7 @@ class Plan:
 
 def plan(req: ReliabilityRequest) -> Plan:
     """Check the request and the host before anything is built or written."""
-    if req.flavour not in kernel.FLAVOURS:
-        raise UserError(
-            f"unknown kernel flavour {req.flavour!r}: use one of {', '.join(kernel.FLAVOURS)}"
-        )
+    kernel.check_flavour(req.flavour)
     if "," in req.scheme:
         raise UserError(f"--scheme takes one scheme (or a+b), got {req.scheme!r}")
     if not 0 < req.swap_factor <= MAX_SWAP_FACTOR:
@@ -235,7 +232,7 @@ def run(p: Plan, progress: Callable[[str], None]) -> dict:
         guest.create_disk(swap)
         res = guest.boot(
             machine.image.bzimage,
-            exec_cmd=f"{paths.RUNTIME_BIN} reliability --spec {out / 'spec.json'}",
+            exec_cmd=f"{paths.guest_runtime()} reliability --spec {out / 'spec.json'}",
             console_path=console_path,
             deadline_s=LOAD_DEADLINE_S + FINAL_PHASE_S + guest_setup.BOOT_SLACK_S,
             ram_mb=p.profile.guest_ram_mb,

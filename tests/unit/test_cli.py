@@ -78,6 +78,10 @@ def pmrtb(*args, cwd=ROOT):
             ],
             "--trace-event 'mm_vmscan_lru_isolate': give a tracepoint as",
         ),
+        (
+            ["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr", "--flavour", "fast"],
+            "unknown kernel flavour 'fast': use one of testbed, debug",
+        ),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path, args, message):

@@ -37,3 +37,25 @@ def test_a_source_changed_since_the_build_is_one_line_that_says_how_to_fix_it(ru
     assert guest_setup.newer_runtime_source() == runtime
     with pytest.raises(UserError, match=r"older than .*decision\.rs: run `make setup`"):
         guest_setup.check_host(load_profile("pixel5"))
+
+
+def test_guests_run_a_copy_of_the_runtime_that_a_rebuild_leaves_alone(
+    tmp_path, monkeypatch, runtime_snapshots
+):
+    from pmr_testbed import paths
+
+    binary = tmp_path / "pmr-guest"
+    binary.write_bytes(b"\x7fELF one")
+    monkeypatch.setattr(paths, "RUNTIME_BIN", binary)
+    first = paths.guest_runtime()
+    assert first.parent.parent == runtime_snapshots and first.name == "pmr-guest"
+    assert first.read_bytes() == b"\x7fELF one" and os.access(first, os.X_OK)
+    assert paths.guest_runtime() == first  # the same binary: the same copy
+    # a rebuild gets a copy of its own; the one a campaign holds stays whole
+    binary.write_bytes(b"\x7fELF two")
+    second = paths.guest_runtime()
+    assert second != first and second.read_bytes() == b"\x7fELF two"
+    assert first.read_bytes() == b"\x7fELF one"
+    binary.unlink()
+    with pytest.raises(UserError, match="is not built: run `make setup`"):
+        paths.guest_runtime()

@@ -85,7 +85,7 @@ def test_unknown_probe_flavour_or_kernel_is_refused(tmp_path):
         probe.check("nope", "testbed")
     with pytest.raises(UserError, match="no probe 'lib/guest'"):
         probe.check("lib/guest", "testbed")
-    with pytest.raises(UserError, match="not a kernel flavour"):
+    with pytest.raises(UserError, match="unknown kernel flavour"):
         probe.check("removed-memcg-reclaim", "fast")
     with pytest.raises(UserError, match="no such kernel image"):
         probe.check("removed-memcg-reclaim", "testbed", tmp_path / "bzImage")
@@ -140,7 +140,7 @@ def test_a_broken_probe_leaves_no_verdict_behind(tmp_path, monkeypatch):
     "args, message",
     [
         (["nope"], "no probe 'nope'"),
-        (["removed-memcg-reclaim", "--flavour", "fast"], "'fast' is not a kernel flavour"),
+        (["removed-memcg-reclaim", "--flavour", "fast"], "unknown kernel flavour 'fast'"),
         (["removed-memcg-reclaim", "--kernel", "/nonexistent/bzImage"], "no such kernel image"),
     ],
 )
