@@ -48,6 +48,7 @@ from . import (
     max_rate,
     paths,
     profiles,
+    run_times,
     scenarios,
     schemes,
     spec,
@@ -200,6 +201,7 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
                 t0 = time.monotonic()
                 _one_run(req, run_id, scenario, profile, scheme, machine)
                 entry.update(status="ok", error=None, wall_s=round(time.monotonic() - t0, 1))
+                run_times.record(scenario.name, profile.name, scenario.rounds, entry["wall_s"])
                 progress(f"{run_id}: done in {entry['wall_s']} s", True)
             except GuestError as exc:
                 entry.update(status="failed", error=str(exc))

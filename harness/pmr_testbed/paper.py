@@ -70,7 +70,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import campaign, paths, profiles, scenarios, schemes
+from . import campaign, paths, profiles, run_times, scenarios, schemes
 from .errors import UserError
 from .profiles import PAGE_KB, Profile
 
@@ -182,7 +182,8 @@ MODES = {
     )
 }
 
-# Wall time per run: (fixed s, s per round), on an AMD EPYC 2-core host.
+# Wall time per run: (fixed s, s per round), on an AMD EPYC 2-core host,
+# where this host has recorded no run of its own (run_times.py).
 # The fixed part (boot, setup, the 26 background launches, shutdown) is
 # CPU-bound and follows the host. The rounds follow the workload: with the
 # background apps in use between the switches, the apps growing while used
@@ -438,7 +439,10 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None, seed: int = 
 
 
 def run_seconds(profile: str, rounds: int) -> float:
-    fixed, per_round = RUN_S.get(profile, RUN_S[MAIN_PROFILE])
+    """A run's wall time: from this host's recorded runs (run_times.py),
+    else RUN_S."""
+    default = RUN_S.get(profile, RUN_S[MAIN_PROFILE])
+    fixed, per_round = run_times.fit(SCENARIO, profile, default[0]) or default
     return fixed + per_round * rounds
 
 
