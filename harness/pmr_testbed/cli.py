@@ -106,7 +106,7 @@ def run(
 @contextmanager
 def _runs_progress(n_runs: int):
     """A progress bar over guest runs: yields progress(msg, run_finished),
-    the callback campaign.run() and paper.run() take, and a log(msg)."""
+    the callback campaign.run() and paper_run.run() take, and a log(msg)."""
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -231,8 +231,10 @@ def paper(
     state = paper_mod.statuses(plan)
     for line in paper_mod.estimate_lines(plan, state):
         typer.echo(line)
+    from . import paper_run  # the reports' matplotlib only when a command writes one
+
     with _runs_progress(paper_mod.runs_to_go(plan, state)) as (progress, log):
-        result = paper_mod.run(plan, progress, say=log)
+        result = paper_run.run(plan, progress, say=log)
     typer.echo(f"paper: {result.markdown}")
     if result.failed_runs:
         err.print(f"{result.failed_runs} runs failed: see the campaigns' reports", markup=False)

@@ -220,7 +220,7 @@ def detect_accel(kernel: Path) -> str:
         return forced
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return "tcg"
-    host = f"{os.uname().release}|{_cpu_model()}"
+    host = f"{os.uname().release}|{cpu_model()}"
     try:
         cached = json.loads(ACCEL_CACHE.read_text())
         if cached.get("host") == host:
@@ -236,7 +236,7 @@ def detect_accel(kernel: Path) -> str:
     return accel
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()

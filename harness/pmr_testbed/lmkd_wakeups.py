@@ -37,7 +37,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # metrics imports settled_state, which imports this module
-    from .metrics import Table
+    from .tables import Table
 
 UNDER_LOW = ("min", "low")
 FIGURES = (

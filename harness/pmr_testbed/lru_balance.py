@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:  # metrics imports this module
-    from .metrics import Table
+    from .tables import Table
 
 PAGE_MB = 4096 / 2**20
 COUNTERS = ("workingset_refault_file", "workingset_activate_file", "pgdeactivate")

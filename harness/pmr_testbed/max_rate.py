@@ -210,8 +210,7 @@ def measure(
 def _key(image: kernel.KernelImage, accel: str) -> str:
     boot_args = " ".join(guest.accel_boot_args(accel) + kernel.BOOT_ARGS[image.flavour])
     return (
-        f"{image.version}|{image.flavour}|{accel}|{boot_args}|{guest._cpu_model()}|"
-        f"{CEILING_PROFILE}"
+        f"{image.version}|{image.flavour}|{accel}|{boot_args}|{guest.cpu_model()}|{CEILING_PROFILE}"
     )
 
 

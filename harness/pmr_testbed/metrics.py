@@ -116,6 +116,7 @@ from .kswapd_rounds import KswapdRound, kswapd_rounds, round_figures
 from .lru_balance import lru_balance
 from .settled_state import settled_state
 from .swap_fate import swap_fate
+from .tables import Table
 from .trace import Trace, kshrinkd_rounds, read_trace
 from .writeback import BULK_COUNTERS, bulk_figures, unmap_window_us_per_page, writeback_figures
 
@@ -123,8 +124,6 @@ PAGE_BYTES = 4096
 SECTOR_BYTES = 512
 MB = 2**20
 WINDOW_MS = 1000
-# a CSV file read by read_table: its header and its rows
-Table = tuple[list[str], list[list[str]]]
 VMSTAT_DELTAS = (
     "pgmajfault",
     "pswpout",

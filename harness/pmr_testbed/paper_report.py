@@ -59,7 +59,7 @@ from .paper import (
     estimate_s,
     recorded_runs,
 )
-from .report import _cell, _fmt, _table, capacity_entry, capacity_kills_floor, get_path, p_text
+from .report import capacity_entry, capacity_kills_floor, cell, fmt, get_path, md_table, p_text
 from .significance import permutation_p
 from .summary import Run, build_summary, run_figures
 from .sweep import parse_name
@@ -415,7 +415,7 @@ def ratio_table(ratios: dict[str, dict]) -> list[str]:
         ]
         for r in ratios.values()
     ]
-    return _table(
+    return md_table(
         [
             "figure",
             "ratio",
@@ -433,7 +433,7 @@ def ratio_table(ratios: dict[str, dict]) -> list[str]:
 
 
 def _save(fig, path: Path) -> None:
-    report._save(fig, path)
+    report.save_figure(fig, path)
 
 
 def plot_headline(ratios: dict[str, dict], path: Path) -> None:
@@ -543,7 +543,7 @@ def plot_fig5(schemes: dict[str, dict], path: Path) -> None:
     ax_share.set(title="Share of the round", ylabel="% of round time", ylim=(0, 100))
     ax_ms.legend(frameon=False, fontsize=8)
     if not with_split:
-        report._no_data(ax_ms, "kswapd rounds with a writeback split (mm_vmscan_kswapd_round)")
+        report.no_data(ax_ms, "kswapd rounds with a writeback split (mm_vmscan_kswapd_round)")
     _save(fig, path)
 
 
@@ -584,7 +584,7 @@ def plot_fig6(ok: dict[str, list[Run]] | None, colours: dict, path: Path) -> Non
         ax.grid(alpha=0.3)
         ax.legend(loc="upper right", frameon=False, fontsize=8)
     if not with_rounds:
-        report._no_data(axes[0, 0], "kswapd rounds (mm_vmscan_kswapd_round)")
+        report.no_data(axes[0, 0], "kswapd rounds (mm_vmscan_kswapd_round)")
     axes[-1, 0].set_xlabel("time since workload start (s)")
     _save(fig, path)
 
@@ -624,7 +624,7 @@ def plot_fig7(schemes: dict[str, dict], path: Path) -> None:
         if names:
             ax.legend(frameon=False, fontsize=8)
         else:
-            report._no_data(ax, "writeback times (mm_vmscan_writeback_time)")
+            report.no_data(ax, "writeback times (mm_vmscan_writeback_time)")
     ax_s.set(title="Reclaim's writeback time over a run", ylabel="seconds per run (median)")
     ax_p.set(title="Per page, median shrink_folio_list() call", ylabel="µs per page")
     _save(fig, path)
@@ -656,7 +656,7 @@ def plot_fig14(devices: dict[str, dict[str, dict]], path: Path) -> None:
             for x, scheme in enumerate(DEVICE_SCHEMES):
                 if scheme not in entries:
                     continue
-                height, yerr = report._whiskers(entries[scheme], dotted)
+                height, yerr = report.whiskers(entries[scheme], dotted)
                 ax.bar(
                     x + (i - 0.5) * 0.38,
                     height,
@@ -674,12 +674,12 @@ def plot_fig14(devices: dict[str, dict[str, dict]], path: Path) -> None:
             unique = dict(zip(labels, handles))
             ax.legend(unique.values(), unique.keys(), frameon=False)
         else:
-            report._no_data(ax, "runs")
+            report.no_data(ax, "runs")
     _save(fig, path)
 
 
 def _errorbar(ax, xs, entries, dotted, **style) -> None:
-    report._errorbar(ax, xs, entries, dotted, **style)
+    report.errorbar(ax, xs, entries, dotted, **style)
 
 
 MAIN_PMR = "pmr (main)"  # a sweep point taken from main's pmr runs (plan.reuse_main)
@@ -736,7 +736,7 @@ def plot_fig15a(p: PaperPlan, rows: list[tuple], path: Path) -> None:
         if ax.lines:
             ax.legend(frameon=False, fontsize=8)
         else:
-            report._no_data(ax, "delta runs")
+            report.no_data(ax, "delta runs")
     if 3 in ticks:
         ax_r.axvline(3, color="grey", linestyle=":", linewidth=1)
     _save(fig, path)
@@ -806,7 +806,7 @@ def plot_fig15b(units: dict[str, list[tuple]], path: Path) -> None:
     if ax.lines:
         ax.legend(frameon=False, fontsize=8)
     else:
-        report._no_data(ax, "unit runs")
+        report.no_data(ax, "unit runs")
     _save(fig, path)
 
 
@@ -816,7 +816,7 @@ def plot_fig15b(units: dict[str, list[tuple]], path: Path) -> None:
 def _e_cell(entry: dict | None, dotted: str) -> str:
     if not entry:
         return "–"
-    return _cell(get_path(entry, dotted), entry.get("spread", {}).get(dotted))
+    return cell(get_path(entry, dotted), entry.get("spread", {}).get(dotted))
 
 
 def fig5_table(schemes: dict[str, dict]) -> list[str]:
@@ -850,7 +850,7 @@ def fig5_table(schemes: dict[str, dict]) -> list[str]:
         for n, e in schemes.items()
         if e.get("kswapd_rounds")
     ]
-    return _table(
+    return md_table(
         [
             "scheme",
             "rounds",
@@ -883,7 +883,7 @@ def fig6_table(schemes: dict[str, dict]) -> list[str]:
         if e.get("kswapd_rounds")
     ]
     return (
-        _table(
+        md_table(
             [
                 "scheme",
                 "nr_to_reclaim (median)",
@@ -910,7 +910,7 @@ def fig7_table(schemes: dict[str, dict]) -> list[str]:
     )
     rows = [[n, *(_e_cell(e, k) for k in cols)] for n, e in schemes.items() if e.get("writeback")]
     return (
-        _table(
+        md_table(
             [
                 "scheme",
                 "unmap s",
@@ -942,7 +942,7 @@ def main_table(schemes: dict[str, dict]) -> list[str]:
     rows = [
         [n, str(e["runs"]), *(_e_cell(e, k) for k, _ in MAIN_COLUMNS)] for n, e in schemes.items()
     ]
-    return _table(["scheme", "runs", *(t for _, t in MAIN_COLUMNS)], rows) if rows else []
+    return md_table(["scheme", "runs", *(t for _, t in MAIN_COLUMNS)], rows) if rows else []
 
 
 def _median_ratio(values: list[float]) -> str:
@@ -964,12 +964,12 @@ def table3(schemes: dict[str, dict], ok: dict[str, list[Run]] | None) -> list[st
             [
                 n,
                 _e_cell(e, "reclaim_cpu_s.kswapd"),
-                _e_cell(e, "reclaim_cpu_s.kshrinkd") if "kshrinkd" in cpu else _fmt(kshrinkd),
-                _fmt(total),
+                _e_cell(e, "reclaim_cpu_s.kshrinkd") if "kshrinkd" in cpu else fmt(kshrinkd),
+                fmt(total),
                 _base_ratio(ok, n, CPU_KK),
                 _e_cell(e, UNTIL_KILL_CPU),
                 _base_ratio(ok, n, UNTIL_KILL_CPU),
-                _fmt(other) if other else "–",
+                fmt(other) if other else "–",
                 *(
                     ("–",) * 4
                     if paper is None
@@ -983,7 +983,7 @@ def table3(schemes: dict[str, dict], ok: dict[str, list[Run]] | None) -> list[st
             ]
         )
     return (
-        _table(
+        md_table(
             [
                 "scheme",
                 "kswapd s",
@@ -1019,7 +1019,7 @@ def flash_table(schemes: dict[str, dict], ok: dict[str, list[Run]] | None) -> li
         for n, e in schemes.items()
     ]
     return (
-        _table(
+        md_table(
             [
                 "scheme",
                 "swap out MB (pswpout)",
@@ -1069,7 +1069,7 @@ def fig14_table(devices: dict[str, dict[str, dict]]) -> list[str]:
                 f"{vb / va:.2f}" if va and vb is not None else "–",
             ]
         rows.append(row + [PAPER_FIG14[s]])
-    return _table(
+    return md_table(
         [
             "scheme",
             f"{OTHER_PROFILE} peak MB/s",
@@ -1100,7 +1100,7 @@ def fig15a_table(p: PaperPlan, rows: list[tuple]) -> list[str]:
         ]
         for k, kb, scheme, e in rows
     ]
-    return _table(
+    return md_table(
         [
             "δ",
             "guest MB",
@@ -1145,7 +1145,7 @@ def fig15b_lines(units: dict[str, list[tuple]]) -> list[str]:
             if paper
             else f"`{profile}`: best {best}.",
             "",
-            *_table(
+            *md_table(
                 [
                     "unit kB",
                     "scheme",
@@ -1195,7 +1195,7 @@ def campaigns_table(collected: dict[str, Collected]) -> list[str]:
                 link,
             ]
         )
-    return _table(
+    return md_table(
         [
             "campaign",
             "for",
@@ -1389,7 +1389,7 @@ def sweep_lines(
         "falls, then rises again, with a limited effect overall."
         + (
             f" The kernel's own default, as kshrinkd reported it in main's pmr runs: "
-            f"{_fmt(default_target)} MB (3x here: {three / 1024:.1f} MB)."
+            f"{fmt(default_target)} MB (3x here: {three / 1024:.1f} MB)."
             if default_target is not None and three
             else ""
         )

@@ -175,7 +175,7 @@ def scheme_colours(schemes: list[str]) -> dict[str, ColorType]:
     return {name: palette[i % len(palette)] for i, name in enumerate(schemes)}
 
 
-def _save(fig: plt.Figure, path: Path) -> None:
+def save_figure(fig: plt.Figure, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
@@ -185,7 +185,7 @@ def _legend_outside(ax: Axes) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
-def _no_data(ax: Axes, what: str) -> None:
+def no_data(ax: Axes, what: str) -> None:
     ax.text(
         0.5,
         0.5,
@@ -229,20 +229,20 @@ def plot_throughput(ok: dict[str, list[Run]], colours: dict, path: Path) -> None
             m.reclaim_series_mbps,
             color=colours[scheme],
             linewidth=1.6,
-            label=f"{scheme} (rep {rep_run.rep}, peak {_fmt(m.reclaim_mbps['peak'])} MB/s)",
+            label=f"{scheme} (rep {rep_run.rep}, peak {fmt(m.reclaim_mbps['peak'])} MB/s)",
         )
     if ax.lines:
         _legend_outside(ax)
         ax.set_ylim(bottom=0)
     else:
-        _no_data(ax, "ok runs")
+        no_data(ax, "ok runs")
     ax.set(
         title="Reclaim throughput (swap-device writes, 1-s windows)",
         xlabel="time since workload start (s)",
         ylabel="throughput (MB/s)",
     )
     ax.grid(alpha=0.3)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_victims(ok: dict[str, list[Run]], colours: dict, path: Path) -> None:
@@ -264,20 +264,20 @@ def plot_victims(ok: dict[str, list[Run]], colours: dict, path: Path) -> None:
                 color=colours[scheme],
                 linestyle="--",
                 linewidth=1.0,
-                label=f"{scheme} target (median {_fmt((m.pmr or {}).get('target_mb'))} MB)",
+                label=f"{scheme} target (median {fmt((m.pmr or {}).get('target_mb'))} MB)",
             )
     if ax.lines:
         _legend_outside(ax)
         ax.set_ylim(bottom=0)
     else:
-        _no_data(ax, "victim list (no scheme ran PMR)")
+        no_data(ax, "victim list (no scheme ran PMR)")
     ax.set(
         title="PMR victim list size",
         xlabel="time since workload start (s)",
         ylabel="victim pages (MB)",
     )
     ax.grid(alpha=0.3)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def ecdf(samples: list[float], max_points: int = 4000) -> tuple[np.ndarray, np.ndarray]:
@@ -310,13 +310,13 @@ def plot_unmap_time(ok: dict[str, list[Run]], colours: dict, path: Path) -> None
             where="post",
             color=colours[scheme],
             linewidth=1.4,
-            label=f"{scheme} (p50 {_fmt(float(p50))}, p95 {_fmt(float(p95))} µs)",
+            label=f"{scheme} (p50 {fmt(float(p50))}, p95 {fmt(float(p95))} µs)",
         )
     if ax.lines:
         ax.set_xscale("log")
         _legend_outside(ax)
     else:
-        _no_data(ax, "unmap times (no mm_vmscan_writeback_time events)")
+        no_data(ax, "unmap times (no mm_vmscan_writeback_time events)")
     ax.set(
         title="Per-page unmap time over 1-MB windows of kswapd's unmapping",
         xlabel="unmap time per page (µs, log scale)",
@@ -324,7 +324,7 @@ def plot_unmap_time(ok: dict[str, list[Run]], colours: dict, path: Path) -> None
         ylim=(0, 1.02),
     )
     ax.grid(alpha=0.3, which="both")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def sweeps_by_key(schemes: dict[str, dict]) -> dict[str, list[Sweep]]:
@@ -344,10 +344,10 @@ def _axis_label(key: str) -> str:
     return f"{key} ({unit(key)})" if unit(key) else key
 
 
-def _errorbar(ax: Axes, xs: list[float], entries: list[dict], dotted: str, **style) -> None:
+def errorbar(ax: Axes, xs: list[float], entries: list[dict], dotted: str, **style) -> None:
     """Medians at xs with [min, max] whiskers; points without a value are left out."""
     points = [
-        (x, *_whiskers(e, dotted)) for x, e in zip(xs, entries) if get_path(e, dotted) is not None
+        (x, *whiskers(e, dotted)) for x, e in zip(xs, entries) if get_path(e, dotted) is not None
     ]
     if not points:
         return
@@ -367,7 +367,7 @@ def plot_sweep(key: str, sweeps: list[Sweep], schemes: dict[str, dict], path: Pa
         xs = [v for v, _ in sweep.points]
         entries = [schemes[name] for _, name in sweep.points]
         colour = palette[i % len(palette)]
-        _errorbar(
+        errorbar(
             ax_t,
             xs,
             entries,
@@ -376,7 +376,7 @@ def plot_sweep(key: str, sweeps: list[Sweep], schemes: dict[str, dict], path: Pa
             marker="o",
             label=f"{sweep.label}: peak",
         )
-        _errorbar(
+        errorbar(
             ax_t,
             xs,
             entries,
@@ -386,9 +386,7 @@ def plot_sweep(key: str, sweeps: list[Sweep], schemes: dict[str, dict], path: Pa
             linestyle="--",
             label=f"{sweep.label}: mean",
         )
-        _errorbar(
-            ax_r, xs, entries, "response_ms.mean", color=colour, marker="o", label=sweep.label
-        )
+        errorbar(ax_r, xs, entries, "response_ms.mean", color=colour, marker="o", label=sweep.label)
     for ax, title, ylabel in (
         (ax_t, "Reclaim throughput", "swap-device writes (MB/s)"),
         (ax_r, "Mean response time", "response time (ms)"),
@@ -404,11 +402,11 @@ def plot_sweep(key: str, sweeps: list[Sweep], schemes: dict[str, dict], path: Pa
         if ax.lines:
             ax.legend(frameon=False, fontsize=8)
         else:
-            _no_data(ax, "values")
-    _save(fig, path)
+            no_data(ax, "values")
+    save_figure(fig, path)
 
 
-def _whiskers(entry: dict, dotted: str) -> tuple[float, list[list[float]] | None]:
+def whiskers(entry: dict, dotted: str) -> tuple[float, list[list[float]] | None]:
     """Bar height (0 for None) and matplotlib yerr for the [min, max] spread."""
     value = get_path(entry, dotted)
     spread = entry.get("spread", {}).get(dotted)
@@ -426,7 +424,7 @@ def _grouped_bars(
     width = 0.8 / max(len(schemes), 1)
     for i, (scheme, entry) in enumerate(schemes.items()):
         for g, (_, dotted) in enumerate(groups):
-            height, yerr = _whiskers(entry, dotted)
+            height, yerr = whiskers(entry, dotted)
             ax.bar(
                 g + (i - (len(schemes) - 1) / 2) * width,
                 height,
@@ -450,12 +448,12 @@ def plot_response(schemes: dict[str, dict], colours: dict, path: Path) -> None:
         _grouped_bars(ax, groups, schemes, colours)
         _legend_outside(ax)
     else:
-        _no_data(ax, "ok runs")
+        no_data(ax, "ok runs")
     ax.set(
         title="Response time per foreground app (mean of its switches)", ylabel="response time (ms)"
     )
     ax.grid(axis="y", alpha=0.3)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_settled(schemes: dict[str, dict], colours: dict, path: Path) -> None:
@@ -477,25 +475,25 @@ def plot_settled(schemes: dict[str, dict], colours: dict, path: Path) -> None:
     if plotted:
         _legend_outside(ax)
     else:
-        _no_data(ax, "repetitions with switches")
+        no_data(ax, "repetitions with switches")
     ax.set(
         title="Repetitions by how they settled (labels: kills)",
         xlabel="file refaults per second after the last kill",
         ylabel="response time mean (ms)",
     )
     ax.grid(alpha=0.3)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_pressure(schemes: dict[str, dict], colours: dict, path: Path) -> None:
     fig, axes = plt.subplots(1, len(PRESSURE_PANELS), figsize=(12, 4.2))
     for ax, (dotted, title) in zip(axes, PRESSURE_PANELS):
         for x, (scheme, entry) in enumerate(schemes.items()):
-            height, yerr = _whiskers(entry, dotted)
+            height, yerr = whiskers(entry, dotted)
             ax.bar(x, height, 0.6, color=colours[scheme], yerr=yerr, capsize=4)
             top = height + (yerr[1][0] if yerr else 0.0)
             ax.annotate(
-                _fmt(get_path(entry, dotted)),
+                fmt(get_path(entry, dotted)),
                 (x, top),
                 ha="center",
                 va="bottom",
@@ -507,8 +505,8 @@ def plot_pressure(schemes: dict[str, dict], colours: dict, path: Path) -> None:
         ax.set(title=title, ylabel="count per run")
         ax.grid(axis="y", alpha=0.3)
         if not schemes:
-            _no_data(ax, "ok runs")
-    _save(fig, path)
+            no_data(ax, "ok runs")
+    save_figure(fig, path)
 
 
 def size_bucket_kb(size_kb: float) -> float:
@@ -561,16 +559,16 @@ def plot_write_sizes(schemes: dict[str, dict], colours: dict, path: Path) -> Non
         if hists:
             ax.legend(frameon=False)
         else:
-            _no_data(ax, "write-size histogram")
+            no_data(ax, "write-size histogram")
     if hists:
         ax_n.set_yscale("log")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 # ---- markdown --------------------------------------------------------------
 
 
-def _fmt(v) -> str:
+def fmt(v) -> str:
     if v is None:
         return "–"
     if isinstance(v, int):
@@ -580,12 +578,12 @@ def _fmt(v) -> str:
     return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
 
 
-def _cell(value, spread: dict | None) -> str:
-    text = _fmt(value)
-    return f"{text} [{_fmt(spread['min'])}, {_fmt(spread['max'])}]" if spread else text
+def cell(value, spread: dict | None) -> str:
+    text = fmt(value)
+    return f"{text} [{fmt(spread['min'])}, {fmt(spread['max'])}]" if spread else text
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
@@ -601,10 +599,10 @@ def headline_table(schemes: dict[str, dict]) -> list[str]:
             [
                 f"**{name}**",
                 str(e["runs"]),
-                *(_cell(get_path(e, p), spread.get(p)) for _, p in HEADLINE),
+                *(cell(get_path(e, p), spread.get(p)) for _, p in HEADLINE),
             ]
         )
-    return _table(["scheme", "runs", *(title for title, _ in HEADLINE)], rows)
+    return md_table(["scheme", "runs", *(title for title, _ in HEADLINE)], rows)
 
 
 def cpu_table(schemes: dict[str, dict]) -> list[str]:
@@ -613,7 +611,7 @@ def cpu_table(schemes: dict[str, dict]) -> list[str]:
         [
             name,
             *(
-                _cell(
+                cell(
                     get_path(e, f"reclaim_cpu_s.{t}"), e.get("spread", {}).get(f"reclaim_cpu_s.{t}")
                 )
                 for t in threads
@@ -622,7 +620,7 @@ def cpu_table(schemes: dict[str, dict]) -> list[str]:
         for name, e in schemes.items()
         if e["runs"] > 0
     ]
-    return _table(["scheme", *(f"{t} s" for t in threads)], rows) if threads else []
+    return md_table(["scheme", *(f"{t} s" for t in threads)], rows) if threads else []
 
 
 SWITCH_KIND_COLUMNS = [
@@ -639,7 +637,7 @@ SWITCH_KIND_COLUMNS = [
 def switch_kind_table(schemes: dict[str, dict]) -> list[str]:
     """Response time split into cold and hot switches (metrics.switch_kinds)."""
     rows = _rows(schemes, SWITCH_KIND_COLUMNS, lambda e: e.get("switch_kinds"))
-    return _table(["scheme", *(title for _, title in SWITCH_KIND_COLUMNS)], rows) if rows else []
+    return md_table(["scheme", *(title for _, title in SWITCH_KIND_COLUMNS)], rows) if rows else []
 
 
 # where a launch's time went, as the slowest process of the app measured it
@@ -670,7 +668,7 @@ def launch_cost_table(schemes: dict[str, dict], kind: str) -> list[str]:
     rows = _rows(
         schemes, columns, lambda e: get_path(e, f"switch_kinds.{kind}.cost.wall_ms") is not None
     )
-    return _table(["scheme", *(title for _, title in columns)], rows) if rows else []
+    return md_table(["scheme", *(title for _, title in columns)], rows) if rows else []
 
 
 PMR_COLUMNS = [
@@ -700,7 +698,7 @@ def _rows(schemes: dict[str, dict], columns: list[tuple[str, str]], keep) -> lis
     """A row per scheme for which keep(entry) holds: its name, then each
     column's median with [min, max]."""
     return [
-        [name, *(_cell(get_path(e, key), e.get("spread", {}).get(key)) for key, _ in columns)]
+        [name, *(cell(get_path(e, key), e.get("spread", {}).get(key)) for key, _ in columns)]
         for name, e in schemes.items()
         if keep(e)
     ]
@@ -719,7 +717,7 @@ LRU_BALANCE_COLUMNS = [
 def lru_balance_table(schemes: dict[str, dict]) -> list[str]:
     """How reclaim balanced the LRU lists (lru_balance.py)."""
     rows = _rows(schemes, LRU_BALANCE_COLUMNS, lambda e: e.get("lru_balance"))
-    return _table(["scheme", *(title for _, title in LRU_BALANCE_COLUMNS)], rows) if rows else []
+    return md_table(["scheme", *(title for _, title in LRU_BALANCE_COLUMNS)], rows) if rows else []
 
 
 SWAP_FATE_COLUMNS = [
@@ -744,7 +742,7 @@ def swap_fate_table(schemes: dict[str, dict]) -> list[str]:
         if any(get_path(e, c[0]) is not None for e in schemes.values())
     ]
     rows = _rows(schemes, columns, lambda e: e.get("swap_fate"))
-    return _table(["scheme", *(title for _, title in columns)], rows) if rows else []
+    return md_table(["scheme", *(title for _, title in columns)], rows) if rows else []
 
 
 def pmr_table(schemes: dict[str, dict]) -> list[str]:
@@ -754,7 +752,7 @@ def pmr_table(schemes: dict[str, dict]) -> list[str]:
         c for c in PMR_BULK_COLUMNS if any(get_path(e, c[0]) is not None for e in with_pmr.values())
     ]
     rows = _rows(with_pmr, columns, lambda e: True)
-    return _table(["scheme", *(title for _, title in columns)], rows) if rows else []
+    return md_table(["scheme", *(title for _, title in columns)], rows) if rows else []
 
 
 WRITEBACK_COLUMNS = [
@@ -781,7 +779,7 @@ def writeback_table(schemes: dict[str, dict]) -> list[str]:
         WRITEBACK_COLUMNS,
         lambda e: e.get("writeback") is not None or e.get("bulk") is not None,
     )
-    return _table(["scheme", *(title for _, title in WRITEBACK_COLUMNS)], rows) if rows else []
+    return md_table(["scheme", *(title for _, title in WRITEBACK_COLUMNS)], rows) if rows else []
 
 
 KSWAPD_ROUND_COLUMNS = [
@@ -801,7 +799,7 @@ KSWAPD_ROUND_COLUMNS = [
 def kswapd_round_table(schemes: dict[str, dict]) -> list[str]:
     """kswapd's rounds (Figs. 5 and 6), for the schemes whose kernel traced them."""
     rows = _rows(schemes, KSWAPD_ROUND_COLUMNS, lambda e: e.get("kswapd_rounds") is not None)
-    return _table(["scheme", *(title for _, title in KSWAPD_ROUND_COLUMNS)], rows) if rows else []
+    return md_table(["scheme", *(title for _, title in KSWAPD_ROUND_COLUMNS)], rows) if rows else []
 
 
 HOST_CPU_COLUMNS = [
@@ -818,7 +816,7 @@ HOST_CPU_COLUMNS = [
 def host_cpu_table(schemes: dict[str, dict]) -> list[str]:
     """The host's CPU while the guests ran (host_cpu.py), where it was sampled."""
     rows = _rows(schemes, HOST_CPU_COLUMNS, lambda e: e.get("host_cpu") is not None)
-    return _table(["scheme", *(title for _, title in HOST_CPU_COLUMNS)], rows) if rows else []
+    return md_table(["scheme", *(title for _, title in HOST_CPU_COLUMNS)], rows) if rows else []
 
 
 SWEEP_COLUMNS = [
@@ -854,7 +852,7 @@ def sweep_lines(key: str, sweeps: list[Sweep], schemes: dict[str, dict]) -> list
                 f"`{name}`",
                 str(schemes[name]["runs"]),
                 *(
-                    _cell(get_path(schemes[name], d), schemes[name].get("spread", {}).get(d))
+                    cell(get_path(schemes[name], d), schemes[name].get("spread", {}).get(d))
                     for d, _ in SWEEP_COLUMNS
                 ),
             ]
@@ -863,7 +861,7 @@ def sweep_lines(key: str, sweeps: list[Sweep], schemes: dict[str, dict]) -> list
         lines += [
             f"Scheme `{sweep.label}` with `{key}` set to each value:",
             "",
-            *_table(
+            *md_table(
                 [
                     f"{key}" + (f" ({u})" if u else ""),
                     "scheme",
@@ -878,7 +876,7 @@ def sweep_lines(key: str, sweeps: list[Sweep], schemes: dict[str, dict]) -> list
             peak = get_path(schemes[best[1]], "reclaim_mbps.peak")
             lines += [
                 f"Optimum: **{best[0]:g}{' ' + u if u else ''}** (`{best[1]}`), the "
-                f"highest median peak reclaim throughput ({_fmt(peak)} MB/s).",
+                f"highest median peak reclaim throughput ({fmt(peak)} MB/s).",
                 "",
             ]
     lines += [f"![sweep {key}](plots/{sweep_file(key)})", "", SWEEP_CAPTION.format(key=key), ""]
@@ -895,13 +893,13 @@ def ratio_table(ratios: dict[str, dict]) -> list[str]:
         [
             name,
             *(
-                _cell(r[f], r["spread"].get(f)) + p_text(r.get("p_value", {}).get(f))
+                cell(r[f], r["spread"].get(f)) + p_text(r.get("p_value", {}).get(f))
                 for f in RATIO_FIGURES
             ),
         ]
         for name, r in ratios.items()
     ]
-    return _table(["scheme", *(RATIO_TITLES[f] for f in RATIO_FIGURES)], rows)
+    return md_table(["scheme", *(RATIO_TITLES[f] for f in RATIO_FIGURES)], rows)
 
 
 def _setting(key: str, value) -> str:
@@ -957,7 +955,7 @@ def disk_share_lines(s: dict) -> list[str]:
         if (peak := get_path(e, "reclaim_mbps.peak")) is not None
     ]
     return [
-        f"The swap disk writes {_fmt(bw['write_mbps'])} MB/s as fio measures it in the "
+        f"The swap disk writes {fmt(bw['write_mbps'])} MB/s as fio measures it in the "
         f"guest (sequential 1 MiB direct writes, {bw['fio'].get('iodepth')} in flight); "
         "median peak reclaim throughput as a share of it: "
         + (", ".join(shares) if shares else "–")
@@ -1003,11 +1001,11 @@ LMKD_BY_REP_COLUMNS = [
 def by_rep_table(schemes: dict[str, dict], columns=None) -> list[str]:
     columns = columns or BY_REP_COLUMNS
     rows = [
-        [name, str(r["rep"]), *(_fmt(r.get(d)) for d, _ in columns)]
+        [name, str(r["rep"]), *(fmt(r.get(d)) for d, _ in columns)]
         for name, e in schemes.items()
         for r in e.get("by_rep", [])
     ]
-    return _table(["scheme", "rep", *(t for _, t in columns)], rows) if rows else []
+    return md_table(["scheme", "rep", *(t for _, t in columns)], rows) if rows else []
 
 
 def lmkd_table(schemes: dict[str, dict]) -> list[str]:
@@ -1031,14 +1029,14 @@ def fitting_table(fitting: dict | None) -> list[str]:
     for name, e in fitting["schemes"].items():
         figs = e["figures"]
         cells = [
-            _cell(f["median"], f if len(e["reps"]) > 1 else None) if f else "–"
+            cell(f["median"], f if len(e["reps"]) > 1 else None) if f else "–"
             for f in (figs.get(d) for d, _ in FIT_FIGURES)
         ]
         p = e.get("p_value", {}).get("response_ms.mean")
         rows.append(
             [name, ", ".join(map(str, e["reps"])) or "none", *cells, p_text(p).strip() or "–"]
         )
-    return _table(
+    return md_table(
         ["scheme", "reps that fit", *(t for _, t in FIT_FIGURES), f"response vs {BASELINE}"], rows
     )
 
@@ -1048,7 +1046,7 @@ def kill_reasons(name: str, entry: dict) -> str | None:
     reasons = entry.get("kills_by_reason")
     if not reasons:
         return None
-    return f"{name} " + ", ".join(f"{r} {_fmt(n)}" for r, n in sorted(reasons.items()))
+    return f"{name} " + ", ".join(f"{r} {fmt(n)}" for r, n in sorted(reasons.items()))
 
 
 def kill_reason_lines(schemes: dict[str, dict]) -> list[str]:
@@ -1081,31 +1079,31 @@ def capacity_text(schemes: dict[str, dict], base: str = BASELINE) -> str | None:
     if c is None:
         return None
     text = (
-        f"The apps' anonymous footprints add up to {_fmt(c['apps_anon_mb'])} MB, against "
-        f"{_fmt(c['mem_total_mb'])} MB of RAM and {_fmt(c['swap_total_mb'])} MB of swap "
+        f"The apps' anonymous footprints add up to {fmt(c['apps_anon_mb'])} MB, against "
+        f"{fmt(c['mem_total_mb'])} MB of RAM and {fmt(c['swap_total_mb'])} MB of swap "
         "(MemTotal, SwapTotal)"
     )
     fewest = c["fewest_kills"]
     if c["excess_mb"] <= 0:
         return text + ": they fit without a kill."
-    text += f": {_fmt(c['excess_mb'])} MB more than both"
+    text += f": {fmt(c['excess_mb'])} MB more than both"
     if fewest is None:
         return text + ", more than every killable app holds."
     text += (
-        f", so at least {_fmt(fewest)} app{'' if fewest == 1 else 's'} must die for the "
+        f", so at least {fmt(fewest)} app{'' if fewest == 1 else 's'} must die for the "
         "rest to reach their full size, even if the largest die first, whatever the "
         "reclaim short of compressing or dropping their pages (the kernel's memory, the "
         "page cache and the watermarks are left out and only raise that)"
     )
     if c.get("oom_kills"):
         return text + (
-            f". The kernel's OOM killer killed {_fmt(c['oom_kills'])} processes "
+            f". The kernel's OOM killer killed {fmt(c['oom_kills'])} processes "
             "too, deaths that lmkd's kill count leaves out."
         )
     floor = capacity_kills_floor(schemes, base)
     if floor is not None:
         text += (
-            f". {base}'s median kills: {_fmt(get_path(schemes[base], 'kills'))}, so no "
+            f". {base}'s median kills: {fmt(get_path(schemes[base], 'kills'))}, so no "
             f"scheme's kills against it can go below {floor:.2f}"
         )
     return text + "."
@@ -1129,7 +1127,7 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
             "",
             "These runs are excluded from every figure below.",
             "",
-            *_table(
+            *md_table(
                 ["scheme", "rep", "error"],
                 [
                     [f["scheme"], str(f["rep"]), str(f["error"]).replace("|", "\\|")]
@@ -1190,7 +1188,7 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
         f = s["fitting"]
         lines += [
             f"Over the repetitions that fit: swap full for under "
-            f"{_fmt(f['swap_full_under_s'])} s after lmkd's last kill (the others "
+            f"{fmt(f['swap_full_under_s'])} s after lmkd's last kill (the others "
             "thrash their page cache to the end). Median `[min, max]`; the waiting "
             "for a CPU is the cold launches' mean run-queue time; p as in \"Versus "
             f'{BASELINE}", over these reps. A second view only: how many apps lmkd '

@@ -25,7 +25,7 @@ MAX_KEPT = 50
 
 
 def _key(scenario: str, profile: str) -> str:
-    return f"{guest._cpu_model()}|{scenario}|{profile}"
+    return f"{guest.cpu_model()}|{scenario}|{profile}"
 
 
 def _load() -> dict[str, list[list[float]]]:

@@ -44,7 +44,7 @@ import numpy as np
 from .lmkd_wakeups import lmkd_wakeups
 
 if TYPE_CHECKING:  # metrics imports this module
-    from .metrics import Table
+    from .tables import Table
 
 
 def settled_state(

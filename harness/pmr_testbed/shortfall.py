@@ -21,7 +21,7 @@ interpretation is docs/regime.md's.
 from __future__ import annotations
 
 from .profiles import PAGE_KB
-from .report import _fmt, capacity_entry, capacity_kills_floor, kill_reasons
+from .report import capacity_entry, capacity_kills_floor, fmt, kill_reasons
 from .summary import get_path
 
 
@@ -29,12 +29,12 @@ def _pair(schemes: dict, dotted: str, title: str, scheme: str, base: str) -> str
     a, b = get_path(schemes.get(scheme, {}), dotted), get_path(schemes.get(base, {}), dotted)
     if a is None and b is None:
         return None
-    return f"{title}: {scheme} {_fmt(a)}, {base} {_fmt(b)}"
+    return f"{title}: {scheme} {fmt(a)}, {base} {fmt(b)}"
 
 
 def _one(schemes: dict, scheme: str, dotted: str, title: str) -> str | None:
     v = get_path(schemes.get(scheme, {}), dotted)
-    return None if v is None else f"{title} ({scheme}): {_fmt(v)}"
+    return None if v is None else f"{title} ({scheme}): {fmt(v)}"
 
 
 def _per(schemes: dict, scheme: str, num: str, den: str, title: str) -> str | None:
@@ -59,8 +59,8 @@ def _victims(schemes: dict, scheme: str) -> str | None:
     if mean is None or target is None:
         return None
     return (
-        f"victim list ({scheme}): mean {_fmt(mean)} MB, lowest {_fmt(low)} MB, against a "
-        f"target of {_fmt(target)} MB"
+        f"victim list ({scheme}): mean {fmt(mean)} MB, lowest {fmt(low)} MB, against a "
+        f"target of {fmt(target)} MB"
     )
 
 
@@ -70,7 +70,7 @@ def _batches(schemes: dict, scheme: str, unit_kb: int | None) -> str | None:
         return None
     unit = unit_kb // PAGE_KB
     return (
-        f"bulk batch ({scheme}): {_fmt(pages)} pages on average against a unit of "
+        f"bulk batch ({scheme}): {fmt(pages)} pages on average against a unit of "
         f"{unit:,} pages ({pages / unit:.0%} of it)"
     )
 
@@ -78,7 +78,7 @@ def _batches(schemes: dict, scheme: str, unit_kb: int | None) -> str | None:
 def _peaks(schemes: dict, names: tuple[str, str], disk_mbps: float | None = None) -> str:
     """ "pmr 82.3 MB/s, original 125 MB/s", with shares of the disk if given."""
     return ", ".join(
-        f"{n} {_fmt(p)} MB/s" + (f" ({p / disk_mbps:.0%})" if disk_mbps else "")
+        f"{n} {fmt(p)} MB/s" + (f" ({p / disk_mbps:.0%})" if disk_mbps else "")
         for n in names
         if (p := get_path(schemes.get(n, {}), "reclaim_mbps.peak")) is not None
     )
@@ -87,7 +87,7 @@ def _peaks(schemes: dict, names: tuple[str, str], disk_mbps: float | None = None
 def _disk(schemes: dict, scheme: str, base: str, disk_mbps: float | None) -> str | None:
     if not disk_mbps:
         return None
-    return f"peak against the disk's {_fmt(disk_mbps)} MB/s (fio): " + _peaks(
+    return f"peak against the disk's {fmt(disk_mbps)} MB/s (fio): " + _peaks(
         schemes, (scheme, base), disk_mbps
     )
 
@@ -105,7 +105,7 @@ def _settled(schemes: dict, scheme: str, base: str) -> str | None:
         reps = schemes.get(name, {}).get("by_rep", [])
         rates = [r.get("settled.file_refaults_per_s") for r in reps]
         if rates:
-            parts.append(f"{name} " + ", ".join(_fmt(v) for v in rates))
+            parts.append(f"{name} " + ", ".join(fmt(v) for v in rates))
     return (
         "file refaults per second after the last kill, per repetition: " + "; ".join(parts)
         if parts
@@ -120,15 +120,15 @@ def _capacity(schemes: dict, base: str) -> str | None:
         return None
     floor = capacity_kills_floor(schemes, base)
     return (
-        f"the apps' anonymous footprints exceed RAM and swap by {_fmt(c['excess_mb'])} MB: "
-        f"at least {_fmt(c['fewest_kills'])} must die whatever the reclaim"
+        f"the apps' anonymous footprints exceed RAM and swap by {fmt(c['excess_mb'])} MB: "
+        f"at least {fmt(c['fewest_kills'])} must die whatever the reclaim"
         + (
             f", so no scheme's kills against {base} can go below {floor:.2f}"
             if floor is not None
             else ""
         )
         + (
-            f" (the OOM killer killed {_fmt(c['oom_kills'])} processes too)"
+            f" (the OOM killer killed {fmt(c['oom_kills'])} processes too)"
             if c.get("oom_kills")
             else ""
         )
@@ -142,7 +142,7 @@ def _ceiling(schemes: dict, base: str, disk_mbps: float | None) -> str | None:
         return None
     return (
         f"the disk caps the peak ratio against {base} at {disk_mbps / peak:.2f} "
-        f"({_fmt(disk_mbps)} MB/s over {base}'s {_fmt(peak)} MB/s)"
+        f"({fmt(disk_mbps)} MB/s over {base}'s {fmt(peak)} MB/s)"
     )
 
 
@@ -152,8 +152,8 @@ def _floor(schemes: dict, base: str, floor_ms: float | None) -> str | None:
     if floor_ms is None or not base_ms:
         return None
     return (
-        f"response mean without memory pressure (`floor`): {_fmt(floor_ms)} ms, so no "
-        f"scheme's ratio against {base} ({_fmt(base_ms)} ms) can go below "
+        f"response mean without memory pressure (`floor`): {fmt(floor_ms)} ms, so no "
+        f"scheme's ratio against {base} ({fmt(base_ms)} ms) can go below "
         f"{floor_ms / base_ms:.2f}"
     )
 
@@ -165,7 +165,7 @@ def _demand(schemes: dict, scheme: str, base: str, demand_mbps: float | None) ->
     base_peak = get_path(schemes.get(base, {}), "reclaim_mbps.peak")
     return (
         f"the apps' fastest second of anonymous memory growth without memory pressure "
-        f"(`floor`): {_fmt(demand_mbps)} MB/s"
+        f"(`floor`): {fmt(demand_mbps)} MB/s"
         + (f", {demand_mbps / base_peak:.2f} x {base}'s peak" if base_peak else "")
         + "; peak reclaim: "
         + _peaks(schemes, (scheme, base))

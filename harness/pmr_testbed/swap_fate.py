@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # metrics imports this module
-    from .metrics import Table
+    from .tables import Table
 
 PAGE_MB = 4096 / 2**20
 COUNTERS = ("pswpout", "pgsteal_anon", "nr_swapcached")

@@ -42,7 +42,7 @@ import numpy as np
 from .trace import Trace
 
 if TYPE_CHECKING:  # metrics imports this module
-    from .metrics import Table
+    from .tables import Table
 
 WRITEBACK_EVENT = "mm_vmscan_writeback_time"
 BATCH_EVENT = "mm_vmscan_pmr_batch"

@@ -490,7 +490,7 @@ RUN_WALL_S = 60.0
 def fake_campaign_runner(
     make_run, stop_after: dict[str, int] | None = None, setup_changed: frozenset[str] = frozenset()
 ):
-    """A stand-in for paper.run_campaign: writes what campaign.run would (a
+    """A stand-in for paper_run.run_campaign: writes what campaign.run would (a
     campaign.json rewritten after every run, and the run directories), with
     fake runs whose write_run arguments are make_run(profile, scheme, rep).
     `stop_after[campaign dir name] = n` raises CutOff after n runs of that

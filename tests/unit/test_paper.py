@@ -26,7 +26,7 @@ from fakerun import (
     write_run,
     writeback_time,
 )
-from pmr_testbed import paper, paper_report, paths, profiles, regime, report, shortfall
+from pmr_testbed import paper, paper_report, paper_run, paths, profiles, regime, report, shortfall
 from pmr_testbed.errors import UserError
 from pmr_testbed.significance import permutation_p
 from pmr_testbed.sweep import parse_name
@@ -306,7 +306,7 @@ def _no_progress(msg, finished):
 
 def _run(p, runner):
     said = []
-    result = paper.run(p, _no_progress, runner=runner, say=said.append)
+    result = paper_run.run(p, _no_progress, runner=runner, say=said.append)
     return result, said
 
 
@@ -925,7 +925,7 @@ def test_cli_prints_the_estimate_runs_and_resumes(tmp_path, monkeypatch):
     monkeypatch.setattr(campaign, "plan", no_guests)
     monkeypatch.setattr(campaign, "run", no_guests)
     runner = fake_campaign_runner(make_run)
-    monkeypatch.setattr(paper, "run_campaign", runner)
+    monkeypatch.setattr(paper_run, "run_campaign", runner)
     out = tmp_path / "out"
     res = CliRunner().invoke(cli.app, ["paper", "--out", str(out), "--quick", "--seed", "7"])
     assert res.exit_code == 0, res.output

@@ -232,13 +232,13 @@ def test_median_run_is_chosen_by_mean_throughput(tmp_path):
 def figures(monkeypatch):
     """The figures write_report saves, by file name (still saved as PNGs)."""
     saved = {}
-    save = report._save
+    save = report.save_figure
 
     def keep(fig, path):
         saved[path.name] = fig
         save(fig, path)
 
-    monkeypatch.setattr(report, "_save", keep)
+    monkeypatch.setattr(report, "save_figure", keep)
     return saved
 
 
