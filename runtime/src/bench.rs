@@ -35,6 +35,11 @@ impl BenchResult {
 
 /// The fixed CPU work loop: a xorshift chain that cannot be vectorised or
 /// folded away. Returns the final state so the work is observable.
+// Never inlined: the benchmark, a cold launch's init work and a warm
+// start's resume work must run the same machine code, or the calibration
+// does not hold for them (inlined into the hot launch, the loop ran 5-7x
+// slower under TCG than the calibrated one).
+#[inline(never)]
 pub fn cpu_work(iters: u64) -> u64 {
     let mut x: u64 = 0x2545_F491_4F6C_DD1D;
     for i in 0..iters {
