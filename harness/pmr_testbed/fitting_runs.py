@@ -5,8 +5,7 @@ apps it kills varies from repetition to repetition on either kernel (8 to
 12 in the campaigns of 2026-11-27). A repetition left with one app too many ends with
 swap full and its page cache thrashing for minutes, and answers more slowly
 whatever the scheme: a few such repetitions swing a scheme's medians by more
-than the schemes differ (the campaign of 2026-11-27, commit c4e04c2,
-docs/results/s33-response).
+than the schemes differ (the campaign of 2026-11-27, commit c4e04c2).
 
 A repetition fits when, after lmkd's last kill, swap was full for under
 FIT_SWAP_FULL_S seconds (`settled.swap_full_s`; runs that thrashed had 80-284
