@@ -130,6 +130,20 @@ def _runs_progress(n_runs: int):
         yield progress, log
 
 
+@contextmanager
+def _spinner():
+    """A spinner with the elapsed time: yields say(msg), which shows msg."""
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("preparing", total=None)
+        yield lambda msg: bar.update(task, description=msg)
+
+
 def _write_report(results: Path) -> Path:
     # matplotlib and scipy take 1.5 s to import: only a report needs them
     from . import report
@@ -283,15 +297,8 @@ def reliability(
         swap_write_errors=swap_write_errors,
     )
     plan = reliability_mod.plan(req)
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    ) as bar:
-        task = bar.add_task("preparing", total=None)
-        result = reliability_mod.run(plan, lambda msg: bar.update(task, description=msg))
+    with _spinner() as say:
+        result = reliability_mod.run(plan, say)
     print_checks(result)
     typer.echo(f"reliability.json: {out / 'reliability.json'}")
     raise typer.Exit(reliability_checks.exit_status(result))
@@ -332,22 +339,8 @@ def probe(
     """One kernel behaviour in a small guest: exit 0 passed, 1 failed, 4 inconclusive."""
     probe_mod.check(name, flavour, kernel_image)  # refuse bad input before building anything
     out = out or paths.RESULTS_DIR / f"probe-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    ) as bar:
-        task = bar.add_task("preparing", total=None)
-        result = probe_mod.run(
-            name,
-            list(args or []),
-            out,
-            flavour,
-            lambda msg: bar.update(task, description=msg),
-            kernel_image,
-        )
+    with _spinner() as say:
+        result = probe_mod.run(name, list(args or []), out, flavour, say, kernel_image)
     typer.echo(f"{name}: {result.status}: {result.verdict}")
     typer.echo(f"probe.json: {out / 'probe.json'}")
     raise typer.Exit(PROBE_EXIT[result.status])
