@@ -53,9 +53,10 @@ from . import (
     schemes,
     spec,
     swap_bandwidth,
-    trace,
+
 )
 from .errors import GuestError, UserError
+from .trace_events import extra_trace_events
 
 
 @dataclass
@@ -73,7 +74,7 @@ class CampaignRequest:
     perf_hz: int = 0  # perf in the guest at this rate (kernel_profile.py); 0: off
     resume: bool = False  # keep the runs a cut-off campaign in `out` recorded
     # recorded beside the default ones; plan() leaves them sorted, once each
-    # and without the default ones (trace.extra_trace_events())
+    # and without the default ones (config/trace_events.py)
     trace_events: tuple[str, ...] = ()
 
 
@@ -129,7 +130,7 @@ def plan(req: CampaignRequest) -> Plan:
         raise UserError(f"--reps must be at least 1, got {req.reps}")
     kernel_profile.check(req.perf_hz)
     kernel.check_flavour(req.flavour)
-    req = dataclasses.replace(req, trace_events=tuple(trace.extra_trace_events(req.trace_events)))
+    req = dataclasses.replace(req, trace_events=tuple(extra_trace_events(req.trace_events)))
     guest_setup.check_host(profile)
     if not req.resume and req.out.exists() and any(req.out.iterdir()):
         raise UserError(f"results directory {req.out} is not empty: pick a new --out")

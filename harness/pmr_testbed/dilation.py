@@ -29,7 +29,7 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import guest, paths
+from . import guest, host, paths
 from .errors import GuestError, UserError
 
 CACHE = paths.BUILD_DIR / "dilation.json"
@@ -79,7 +79,7 @@ def _host_bench() -> dict:
 def _key(kernel_version: str, accel: str, append: list[str]) -> str:
     digest = paths.runtime_digest()[:12]
     boot_args = " ".join(guest.accel_boot_args(accel) + list(append))
-    return f"{kernel_version}|{accel}|{boot_args}|{digest}|{guest.cpu_model()}"
+    return f"{kernel_version}|{accel}|{boot_args}|{digest}|{host.cpu_model()}"
 
 
 def _read_cache() -> dict[str, dict]:

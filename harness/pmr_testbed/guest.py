@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import blkdebug, paths
+from . import blkdebug, host, paths
 from .errors import GuestError, UserError
 from .host_cpu import HOST_CPU_FILE, HostCpuSampler
 
@@ -220,10 +220,10 @@ def detect_accel(kernel: Path) -> str:
         return forced
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return "tcg"
-    host = f"{os.uname().release}|{cpu_model()}"
+    key = f"{os.uname().release}|{host.cpu_model()}"
     try:
         cached = json.loads(ACCEL_CACHE.read_text())
-        if cached.get("host") == host:
+        if cached.get("host") == key:
             return cached["accel"]
     except (FileNotFoundError, json.JSONDecodeError, KeyError):
         pass
@@ -232,15 +232,8 @@ def detect_accel(kernel: Path) -> str:
     if accel == "tcg":
         print("KVM does not run guests on this host: using TCG", file=sys.stderr)
     ACCEL_CACHE.parent.mkdir(parents=True, exist_ok=True)
-    ACCEL_CACHE.write_text(json.dumps({"host": host, "accel": accel}) + "\n")
+    ACCEL_CACHE.write_text(json.dumps({"host": key, "accel": accel}) + "\n")
     return accel
-
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 # Under TCG the guest's kernel finds its vCPUs' TSCs unsynchronized and

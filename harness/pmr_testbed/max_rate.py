@@ -59,7 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import guest, kernel, paths, profiles, schemes, spec
+from . import guest, host, kernel, paths, profiles, schemes, spec
 from .errors import GuestError
 from .metrics import MB, SECTOR_BYTES, per_window_mbps
 from .profiles import Profile
@@ -210,7 +210,7 @@ def measure(
 def _key(image: kernel.KernelImage, accel: str) -> str:
     boot_args = " ".join(guest.accel_boot_args(accel) + kernel.BOOT_ARGS[image.flavour])
     return (
-        f"{image.version}|{image.flavour}|{accel}|{boot_args}|{guest.cpu_model()}|{CEILING_PROFILE}"
+        f"{image.version}|{image.flavour}|{accel}|{boot_args}|{host.cpu_model()}|{CEILING_PROFILE}"
     )
 
 

@@ -1,9 +1,10 @@
-"""`pmrtb paper`: the PMR paper's evaluation (§3.2, §5) with one command.
+"""The plan of `pmrtb paper`, the PMR paper's evaluation (§3.2, §5).
 
-Runs a fixed set of campaigns (campaign.py), each in its own subdirectory of
-the output directory and each a normal results directory with its own
-summary.json and report.md, then writes one combined report over them
-(paper_report.py: paper.md, paper_summary.json, plots/):
+A fixed set of campaigns, which workflows/paper.py runs (each as
+workflows/campaign.py runs `pmrtb run`), each in its own subdirectory of the
+output directory and each a normal results directory with its own
+summary.json and report.md, then one combined report over them
+(report/paper_report.py: paper.md, paper_summary.json, plots/):
 
   main            `paper` on pixel6pro: original, mglru, pps, pmr and every
                   other scheme in schemes/*.toml (Figs. 5-7, 11-13, Table 3,
@@ -54,7 +55,7 @@ the sweeps' rounds and reps would take it from main (reuse_main).
 
 Resuming: a campaign subdirectory whose campaign.json has every run of its
 plan (ok or failed) is not run again; one cut off part-way is continued,
-its recorded runs kept and the others run (campaign.py), if the kernel,
+its recorded runs kept and the others run (workflows/campaign.py), if the kernel,
 dilation, QEMU limits and guest are still those it recorded, and is
 otherwise moved aside (`<name>.incomplete-<n>`) and run afresh; one that
 holds a different plan (other reps, seed, rounds or schemes) is refused.
@@ -69,7 +70,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import campaign, paths, profiles, run_times, scenarios, schemes
+from . import paths, profiles, run_times, scenarios, schemes
 from .errors import UserError
 from .profiles import PAGE_KB, Profile
 
@@ -210,20 +211,6 @@ class CampaignSpec:
     rounds: int
     swap_bandwidth: bool = False  # end with the fio boot (swap_bandwidth.py)
     max_rate: bool = False  # and the max-rate allocator's (max_rate.py)
-
-    def request(self, out: Path, seed: int, resume: bool = False) -> campaign.CampaignRequest:
-        return campaign.CampaignRequest(
-            SCENARIO,
-            self.profile,
-            ",".join(self.schemes),
-            self.reps,
-            seed,
-            out / self.name,
-            rounds=self.rounds,
-            swap_bandwidth=self.swap_bandwidth,
-            max_rate=self.max_rate,
-            resume=resume,
-        )
 
     @property
     def runs(self) -> int:
@@ -567,15 +554,3 @@ def runs_to_go(p: PaperPlan, state: dict[str, str]) -> int:
 
 def statuses(p: PaperPlan) -> dict[str, str]:
     return {c.name: campaign_status(p, c) for c in p.campaigns}
-
-
-def move_aside(d: Path) -> Path:
-    """Rename a cut-off campaign directory to `<name>.incomplete-<n>`."""
-    n = 1
-    while (target := d.with_name(f"{d.name}.incomplete-{n}")).exists():
-        n += 1
-    d.rename(target)
-    return target
-
-
-# ---- running ---------------------------------------------------------------

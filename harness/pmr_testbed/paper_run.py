@@ -9,10 +9,37 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import campaign, paper_report
-from .paper import PaperPlan, move_aside, recorded_runs, statuses
+from .paper import SCENARIO, CampaignSpec, PaperPlan, recorded_runs, statuses
 
 Progress = Callable[[str, bool], None]
 RunCampaign = Callable[[campaign.CampaignRequest, Progress], dict]
+
+
+def request(
+    spec: CampaignSpec, out: Path, seed: int, resume: bool = False
+) -> campaign.CampaignRequest:
+    """What `pmrtb run` would be asked for campaign `spec` of the plan."""
+    return campaign.CampaignRequest(
+        SCENARIO,
+        spec.profile,
+        ",".join(spec.schemes),
+        spec.reps,
+        seed,
+        out / spec.name,
+        rounds=spec.rounds,
+        swap_bandwidth=spec.swap_bandwidth,
+        max_rate=spec.max_rate,
+        resume=resume,
+    )
+
+
+def move_aside(d: Path) -> Path:
+    """Rename a cut-off campaign directory to `<name>.incomplete-<n>`."""
+    n = 1
+    while (target := d.with_name(f"{d.name}.incomplete-{n}")).exists():
+        n += 1
+    d.rename(target)
+    return target
 
 
 def run_campaign(req: campaign.CampaignRequest, progress: Progress) -> dict:
@@ -56,13 +83,13 @@ def run(
                 f"({recorded_runs(p, spec)} of {spec.runs} runs done)"
             )
             try:
-                runner(spec.request(p.out, p.seed, resume=True), progress)
+                runner(request(spec, p.out, p.seed, resume=True), progress)
                 ran.append(spec.name)
                 continue
             except campaign.SetupChanged as exc:
                 moved[spec.name] = move_aside(d)
                 say(f"{spec.name}: {exc}; moved to {moved[spec.name]} and run again")
-        runner(spec.request(p.out, p.seed), progress)
+        runner(request(spec, p.out, p.seed), progress)
         ran.append(spec.name)
     collected = paper_report.collect(p)
     md = paper_report.write(p, collected)

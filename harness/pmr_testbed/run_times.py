@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 import statistics
 
-from . import guest, paths
+from . import host, paths
 
 CACHE = paths.BUILD_DIR / "run_times.json"
 MAX_KEPT = 50
 
 
 def _key(scenario: str, profile: str) -> str:
-    return f"{guest.cpu_model()}|{scenario}|{profile}"
+    return f"{host.cpu_model()}|{scenario}|{profile}"
 
 
 def _load() -> dict[str, list[list[float]]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from .profiles import Profile
 from .scenarios import App, BackgroundUse, Scenario
 from .schemes import Scheme
-from .trace import run_trace_events
+from .trace_events import run_trace_events
 
 SWAP_SERIAL = "pmrswap"
 DATA_SERIAL = "pmrdata"

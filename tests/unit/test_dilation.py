@@ -56,7 +56,7 @@ def test_the_cache_keeps_one_entry_per_key(tmp_path, monkeypatch):
 
 def test_the_cache_is_kept_per_boot_command_line(tmp_path, monkeypatch):
     monkeypatch.setattr(dilation.paths, "RUNTIME_BIN", tmp_path / "pmr-guest")
-    monkeypatch.setattr(dilation.guest, "cpu_model", lambda: "cpu")
+    monkeypatch.setattr(dilation.host, "cpu_model", lambda: "cpu")
     (tmp_path / "pmr-guest").write_text("")
     plain = dilation._key("6.1", "tcg", [])
     assert dilation._key("6.1", "tcg", ["preempt=full"]) != plain

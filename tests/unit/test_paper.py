@@ -65,8 +65,8 @@ def test_quick_plan(tmp_path):
     # both profiles), main with the max-rate boot too (reclaim_limited)
     assert [c.name for c in p.campaigns if c.swap_bandwidth] == ["main", "devices"]
     assert [c.name for c in p.campaigns if c.max_rate] == ["main"]
-    assert by_name["main"].request(p.out, 1).swap_bandwidth
-    assert not by_name["floor"].request(p.out, 1).swap_bandwidth
+    assert paper_run.request(by_name["main"], p.out, 1).swap_bandwidth
+    assert not paper_run.request(by_name["floor"], p.out, 1).swap_bandwidth
 
 
 def test_full_plan_runs_the_headline_schemes(tmp_path, monkeypatch):

@@ -3,13 +3,8 @@
 import pytest
 
 from pmr_testbed.errors import UserError
-from pmr_testbed.trace import (
-    TRACE_EVENTS,
-    extra_trace_events,
-    kshrinkd_rounds,
-    parse_trace,
-    run_trace_events,
-)
+from pmr_testbed.trace import kshrinkd_rounds, parse_trace
+from pmr_testbed.trace_events import TRACE_EVENTS, extra_trace_events, run_trace_events
 
 TRACE = """\
 # start_mono_s=100.500000
