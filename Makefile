@@ -103,7 +103,7 @@ unit-sweep: setup
 		--schemes $(subst $(space),$(comma),$(foreach u,$(SWEEP_UNITS),pmr@pmr_unmap_unit_kbytes=$(u)))
 
 # The paper's whole evaluation (§3.2, §5) into one directory with one
-# report, PAPER_OUT/paper.md (`pmrtb paper`, harness/pmr_testbed/paper.py):
+# report, PAPER_OUT/paper.md (`pmrtb paper`, harness/pmr_testbed/config/paper.py):
 # campaigns main, devices, delta (Fig. 15a), unit-<profile> (Fig. 15b) and
 # floor (no memory pressure). The time each takes on a 2-core TCG host is
 # printed first:

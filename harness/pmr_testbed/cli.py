@@ -24,12 +24,16 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import campaign, guest, kernel, paths, profiles, reliability_checks
-from . import paper as paper_mod
-from . import probe as probe_mod
-from . import regime as regime_mod
-from . import reliability as reliability_mod
+from . import paths
+from .analysis import reliability_checks
+from .config import paper as paper_mod
+from .config import profiles
 from .errors import GuestError, UserError
+from .guest import kernel, vm
+from .report import regime as regime_mod
+from .workflows import campaign
+from .workflows import probe as probe_mod
+from .workflows import reliability as reliability_mod
 
 app = typer.Typer(
     add_completion=False,
@@ -146,9 +150,9 @@ def _spinner():
 
 def _write_report(results: Path) -> Path:
     # matplotlib and scipy take 1.5 s to import: only a report needs them
-    from . import report
+    from .report import campaign_report
 
-    return report.write_report(results)
+    return campaign_report.write_report(results)
 
 
 def _finish(out: Path, result: dict) -> None:
@@ -220,7 +224,9 @@ def paper(
         ..., help="output directory; run again with the same one to continue a cut-off evaluation"
     ),
     quick: bool = typer.Option(
-        False, "--quick", help="~20 min: 1 rep of 1 round per run, fewer schemes and sweep points"
+        False,
+        "--quick",
+        help="~20 min: 1 rep; main (original, pmr) at 3 rounds, the rest at 1; no sweeps",
     ),
     thorough: bool = typer.Option(
         False,
@@ -245,10 +251,10 @@ def paper(
     state = paper_mod.statuses(plan)
     for line in paper_mod.estimate_lines(plan, state):
         typer.echo(line)
-    from . import paper_run  # the reports' matplotlib only when a command writes one
+    from .workflows import paper
 
     with _runs_progress(paper_mod.runs_to_go(plan, state)) as (progress, log):
-        result = paper_run.run(plan, progress, say=log)
+        result = paper.run(plan, progress, say=log)
     typer.echo(f"paper: {result.markdown}")
     if result.failed_runs:
         err.print(f"{result.failed_runs} runs failed: see the campaigns' reports", markup=False)
@@ -355,10 +361,10 @@ def shell(
     import os
 
     prof = profiles.load(profile)
-    guest.check_host_tools()
+    vm.check_host_tools()
     image = kernel.build(flavour)
-    accel = guest.detect_accel(image.bzimage)
-    cmd = guest.vng_command(
+    accel = vm.detect_accel(image.bzimage)
+    cmd = vm.vng_command(
         image.bzimage,
         exec_cmd=None,
         ram_mb=prof.guest_ram_mb,
@@ -368,7 +374,7 @@ def shell(
         disks=[],
     )
     cmd.remove("--verbose")
-    os.execvpe(cmd[0], cmd, guest.vng_env())
+    os.execvpe(cmd[0], cmd, vm.vng_env())
 
 
 def main() -> None:

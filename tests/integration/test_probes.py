@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pmr_testbed import probe
+from pmr_testbed.workflows import probe
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from pmr_testbed import guest, summary
-from pmr_testbed.metrics import read_table, victim_pages
-from pmr_testbed.trace import kshrinkd_rounds, read_trace
+from pmr_testbed.analysis.metrics import read_table, victim_pages
+from pmr_testbed.analysis.trace import kshrinkd_rounds, read_trace
+from pmr_testbed.guest import vm
+from pmr_testbed.report import summary
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMES = ["original", "mglru", "pps", "pmr"]
@@ -202,7 +203,7 @@ def test_pmr_kunit_suite_passed_at_boot(results, scheme):
 def test_console_is_clean(results, scheme):
     console = (results / "runs" / f"{scheme}-r1" / "console.log").read_text(errors="replace")
     assert "Linux version" in console, "console log did not capture the kernel log"
-    assert guest.splats(console) == []
+    assert vm.splats(console) == []
 
 
 def test_summary_matches_schema_and_report_exists(results):

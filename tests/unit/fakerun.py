@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pmr_testbed.campaign import SetupChanged
+from pmr_testbed.workflows.campaign import SetupChanged
 
 # A 6.1 /proc/vmstat in file order (abridged), as the guest's header copies it.
 VMSTAT_KEYS = [

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pmr_testbed import blkdebug, guest
 from pmr_testbed.errors import UserError
+from pmr_testbed.guest import blkdebug, vm
 
 
 def test_region_is_past_the_swap_header_and_inside_the_disk():
@@ -48,7 +48,7 @@ def test_config_has_one_always_armed_eio_write_rule_per_page():
 
 def test_drive_puts_blkdebug_under_the_raw_image(tmp_path):
     conf = tmp_path / "blk,debug.conf"
-    d = guest.Disk(tmp_path / "swap.img", "pmrswap", 100, {"bps_write": 1000}, blkdebug=conf)
+    d = vm.Disk(tmp_path / "swap.img", "pmrswap", 100, {"bps_write": 1000}, blkdebug=conf)
     args = d.qemu_args()
     drive = args[1]
     assert drive == (
@@ -59,19 +59,19 @@ def test_drive_puts_blkdebug_under_the_raw_image(tmp_path):
     )
     assert "file=" not in drive.replace("file.", "")
     assert args[3] == "virtio-blk-pci,drive=pmrswap,serial=pmrswap"
-    cmd = guest.vng_command(
+    cmd = vm.vng_command(
         Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2, accel="tcg", rwdirs=[], disks=[d]
     )
     opts = next(a for a in cmd if a.startswith("--qemu-opts="))
     assert shlex.split(opts.removeprefix("--qemu-opts="))[-len(args) :] == args
-    plain = guest.Disk(tmp_path / "swap.img", "pmrswap", 100).qemu_args()[1]
+    plain = vm.Disk(tmp_path / "swap.img", "pmrswap", 100).qemu_args()[1]
     assert plain.startswith(f"file={tmp_path}/swap.img,if=none") and "file.driver" not in plain
 
 
 @pytest.mark.skipif(not shutil.which("qemu-io"), reason="qemu-io (qemu-utils) not installed")
 def test_qemu_fails_writes_in_the_region_only(tmp_path):
     image, conf = tmp_path / "swap.img", tmp_path / "blkdebug.conf"
-    guest.create_disk(guest.Disk(image, "pmrswap", 200))
+    vm.create_disk(vm.Disk(image, "pmrswap", 200))
     region = blkdebug.region_for(200)
     conf.write_text(blkdebug.config_text(region))
     start = region.first_sector * 512

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pmr_testbed import campaign, guest_setup
 from pmr_testbed.errors import UserError
+from pmr_testbed.workflows import campaign, guest_setup
 
 
 class CutOff(Exception):

@@ -5,8 +5,9 @@ import json
 import pytest
 
 from fakerun import write_run
-from pmr_testbed import metrics, report, shortfall, summary
-from pmr_testbed.capacity import capacity, fewest_kills
+from pmr_testbed.analysis import metrics
+from pmr_testbed.analysis.capacity import capacity, fewest_kills
+from pmr_testbed.report import campaign_report, shortfall, summary
 
 
 def _spec(*apps: tuple[str, float, str]) -> dict:
@@ -104,30 +105,30 @@ def _c(**figures) -> dict:
 
 def test_the_report_and_the_shortfall_bound_the_kills_ratio():
     schemes = {"original": {"kills": 10, "capacity": _c()}, "pmr": {"kills": 9, "capacity": _c()}}
-    text = report.capacity_text(schemes)
+    text = campaign_report.capacity_text(schemes)
     assert "add up to 2,600 MB" in text
     assert "305 MB more than both, so at least 1 app must die" in text
     assert text.endswith(
         "original's median kills: 10, so no scheme's kills against it can go below 0.10."
     )
-    assert report.capacity_kills_floor(schemes) == pytest.approx(0.1)
+    assert campaign_report.capacity_kills_floor(schemes) == pytest.approx(0.1)
     assert (
         "the apps' anonymous footprints exceed RAM and swap by 305 MB: at least 1 must die "
         "whatever the reclaim, so no scheme's kills against original can go below 0.10"
     ) in shortfall.evidence("kills", "pmr", "original", schemes)
     # another scheme's figures serve when the base has none
-    assert report.capacity_entry({"original": {"kills": 10}, "pmr": {"capacity": _c()}})
-    assert report.capacity_text({"original": {"kills": 10}}) is None
+    assert campaign_report.capacity_entry({"original": {"kills": 10}, "pmr": {"capacity": _c()}})
+    assert campaign_report.capacity_text({"original": {"kills": 10}}) is None
 
 
 def test_oom_kills_void_the_bound_on_lmkds_count():
     schemes = {"original": {"kills": 10, "capacity": _c(fewest_kills=3, oom_kills=2)}}
-    text = report.capacity_text(schemes)
+    text = campaign_report.capacity_text(schemes)
     assert "at least 3 apps must die" in text
     assert text.endswith(
         "The kernel's OOM killer killed 2 processes too, deaths that lmkd's kill count leaves out."
     )
-    assert report.capacity_kills_floor(schemes) is None
+    assert campaign_report.capacity_kills_floor(schemes) is None
     assert (
         "the apps' anonymous footprints exceed RAM and swap by 305 MB: at least 3 must "
         "die whatever the reclaim (the OOM killer killed 2 processes too)"
@@ -136,11 +137,11 @@ def test_oom_kills_void_the_bound_on_lmkds_count():
 
 def test_the_text_says_when_the_apps_fit_or_cannot_fit():
     fit = _c(excess_mb=-150.0, fewest_kills=0)
-    assert report.capacity_text({"original": {"capacity": fit}}).endswith(
+    assert campaign_report.capacity_text({"original": {"capacity": fit}}).endswith(
         "they fit without a kill."
     )
     over = _c(excess_mb=900.0, fewest_kills=None)
-    assert report.capacity_text({"original": {"capacity": over}}).endswith(
+    assert campaign_report.capacity_text({"original": {"capacity": over}}).endswith(
         "more than every killable app holds."
     )
     assert not any(

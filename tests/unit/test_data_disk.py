@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pmr_testbed import data_disk, guest, paths
+from pmr_testbed import paths
 from pmr_testbed.errors import UserError
+from pmr_testbed.guest import data_disk, vm
 
 FIXTURE = paths.RUNTIME_DIR / "tests" / "fixtures" / "spec.json"
 
@@ -80,4 +81,4 @@ def test_a_failing_tool_is_one_clear_line(tmp_path, monkeypatch):
 
 
 def test_writable_disks_stay_writable(tmp_path):
-    assert "readonly" not in guest.Disk(tmp_path / "s.img", "pmrswap", 10).qemu_args()[1]
+    assert "readonly" not in vm.Disk(tmp_path / "s.img", "pmrswap", 10).qemu_args()[1]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pmr_testbed import profiles, scenarios, schemes, spec
+from pmr_testbed.config import profiles, scenarios, schemes, spec
 from pmr_testbed.errors import UserError
 
 
@@ -311,7 +311,7 @@ def test_spec_scales_sizes_and_lists_every_app(tmp_path):
 
 
 def test_run_dir_names_are_safe_for_virtme_rwdir():
-    from pmr_testbed import campaign
+    from pmr_testbed.workflows import campaign
 
     assert campaign.run_dir_name("pmr@pmr_unmap_unit_kbytes=64") == "pmr_pmr_unmap_unit_kbytes_64"
     assert campaign.run_dir_name("pmr+ice") == "pmr+ice"

@@ -3,7 +3,8 @@ median over guest boots, and the report line."""
 
 import json
 
-from pmr_testbed import dilation, guest, report
+from pmr_testbed.guest import dilation, vm
+from pmr_testbed.report import campaign_report
 
 
 def _dilation() -> dilation.Dilation:
@@ -73,12 +74,12 @@ def test_setup_line_gives_the_fault_slowdown_when_measured():
         "guest": {"ram_mb": 2048, "cpus": 2, "scale": 0.1667},
         "qemu": {"accel": "tcg"},
     }
-    line = report.setup_lines(summary)[1]
+    line = campaign_report.setup_lines(summary)[1]
     assert "factor 8.00" in line and "slows down 35.0 times" in line and "14,000" in line
     old = dict(
         summary, dilation={"factor": 8.0, "host_ns_per_page": 20.0, "guest_ns_per_page": 160.0}
     )
-    assert "fault" not in report.setup_lines(old)[1]
+    assert "fault" not in campaign_report.setup_lines(old)[1]
 
 
 def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
@@ -101,7 +102,7 @@ def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
         line = json.dumps(
             {"ns_per_page": ns, "work_iters_per_ms": 370e3, "fault_ns_per_page": fault}
         )
-        return guest.BootResult(0, f"[ 1.0] booted\n{line}\n", 30.0)
+        return vm.BootResult(0, f"[ 1.0] booted\n{line}\n", 30.0)
 
     monkeypatch.setattr(dilation.guest, "boot", boot)
     d = dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path)
@@ -125,4 +126,4 @@ def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
         "guest": {"ram_mb": 2048, "cpus": 2, "scale": 0.17},
         "qemu": {"accel": "tcg"},
     }
-    assert "the median of 3 boots: 400.0, 660.0, 420.0" in report.setup_lines(summary)[1]
+    assert "the median of 3 boots: 400.0, 660.0, 420.0" in campaign_report.setup_lines(summary)[1]

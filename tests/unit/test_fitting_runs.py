@@ -1,7 +1,7 @@
 """fitting_runs.py: the repetitions whose survivors fit, compared apart."""
 
-from pmr_testbed import report
-from pmr_testbed.fitting_runs import FIT_SWAP_FULL_S, fits, fitting_summary
+from pmr_testbed.analysis.fitting_runs import FIT_SWAP_FULL_S, fits, fitting_summary
+from pmr_testbed.report import campaign_report
 
 
 def _run(
@@ -61,10 +61,10 @@ def test_the_report_lists_the_fitting_reps_and_says_when_none_fit():
         "original": [_run(r, 0.0, 400 + r) for r in (1, 2, 3)],
         "pmr": [_run(r, 0.0, 600 + r) for r in (1, 2, 3)] + [_run(4, 300.0, 900)],
     }
-    table = report.fitting_table(fitting_summary(ok, "original"))
+    table = campaign_report.fitting_table(fitting_summary(ok, "original"))
     pmr_row = next(line for line in table if line.startswith("| pmr |"))
     assert pmr_row.startswith("| pmr | 1, 2, 3 | 602 [601, 603] |")
     assert pmr_row.endswith("| p 0.1 |")  # 3 reps each: the least p there is
     nobody = {"original": [_run(1, 300.0, 900)], "pmr": [_run(1, 300.0, 900)]}
-    assert report.fitting_table(fitting_summary(nobody, "original")) == []
-    assert report.fitting_table(None) == []
+    assert campaign_report.fitting_table(fitting_summary(nobody, "original")) == []
+    assert campaign_report.fitting_table(None) == []

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from pmr_testbed import guest
 from pmr_testbed.errors import UserError
+from pmr_testbed.guest import vm
 
 
 def test_splats_catch_kernel_reports_and_ignore_normal_lines():
@@ -18,31 +18,31 @@ def test_splats_catch_kernel_reports_and_ignore_normal_lines():
             "[   14.0] lmkd: killed firefox",
         ]
     )
-    found = guest.splats(console)
+    found = vm.splats(console)
     assert len(found) == 2 and "WARNING: CPU" in found[0] and "KASAN" in found[1]
-    assert guest.splats("all good\nno warnings here") == []
+    assert vm.splats("all good\nno warnings here") == []
 
 
 def test_disk_qemu_args_carry_throttling_and_serial(tmp_path):
-    d = guest.Disk(tmp_path / "s.img", "pmrswap", 10, {"bps_write": 1000, "iops_write": 50})
-    args = guest.Disk.qemu_args(d)
+    d = vm.Disk(tmp_path / "s.img", "pmrswap", 10, {"bps_write": 1000, "iops_write": 50})
+    args = vm.Disk.qemu_args(d)
     drive = args[1]
     assert "throttling.bps-write=1000" in drive and "throttling.iops-write=50" in drive
     assert args[3] == "virtio-blk-pci,drive=pmrswap,serial=pmrswap"
 
 
 def test_create_disk_is_sparse_and_refuses_when_space_is_short(tmp_path, monkeypatch):
-    d = guest.Disk(tmp_path / "x" / "d.img", "pmrdata", 64)
-    guest.create_disk(d)
+    d = vm.Disk(tmp_path / "x" / "d.img", "pmrdata", 64)
+    vm.create_disk(d)
     assert d.path.stat().st_size == 64 * 2**20
     assert d.path.stat().st_blocks * 512 < 2**20
-    big = guest.Disk(tmp_path / "big.img", "pmrswap", 10**9)
+    big = vm.Disk(tmp_path / "big.img", "pmrswap", 10**9)
     with pytest.raises(UserError, match="disk full"):
-        guest.create_disk(big)
+        vm.create_disk(big)
 
 
 def test_vng_command_uses_tcg_when_told(tmp_path):
-    cmd = guest.vng_command(
+    cmd = vm.vng_command(
         Path("/k/bzImage"),
         exec_cmd="true",
         ram_mb=512,
@@ -53,14 +53,14 @@ def test_vng_command_uses_tcg_when_told(tmp_path):
     )
     assert "--disable-kvm" in cmd and cmd[cmd.index("--memory") + 1] == "512M"
     assert cmd[cmd.index("--rwdir") + 1] == str(tmp_path)
-    d = guest.Disk(tmp_path / "s.img", "pmrswap", 10)
-    with_disk = guest.vng_command(
+    d = vm.Disk(tmp_path / "s.img", "pmrswap", 10)
+    with_disk = vm.vng_command(
         Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2, accel="tcg", rwdirs=[], disks=[d]
     )
     opts = [a for a in with_disk if a.startswith("--qemu-opts=")]
     assert len(opts) == 1 and "serial=pmrswap" in opts[0]
     assert "debug-threads=on" in opts[0]  # host_cpu.py finds the vCPU threads by name
-    kvm = guest.vng_command(
+    kvm = vm.vng_command(
         Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2, accel="kvm", rwdirs=[], disks=[]
     )
     assert "--disable-kvm" not in kvm
@@ -73,7 +73,7 @@ def test_tcg_guests_trust_the_tsc_and_keep_their_own_args():
     def appended(cmd):
         return [cmd[i + 1] for i, a in enumerate(cmd) if a == "--append"]
 
-    tcg = guest.vng_command(
+    tcg = vm.vng_command(
         Path("/k/bzImage"),
         exec_cmd="true",
         ram_mb=512,
@@ -84,7 +84,7 @@ def test_tcg_guests_trust_the_tsc_and_keep_their_own_args():
         append=["no5lvl"],
     )
     assert appended(tcg) == ["tsc=reliable", "no5lvl"]
-    kvm = guest.vng_command(
+    kvm = vm.vng_command(
         Path("/k/bzImage"),
         exec_cmd="true",
         ram_mb=512,
@@ -100,20 +100,20 @@ def test_tcg_guests_trust_the_tsc_and_keep_their_own_args():
 def test_forced_accel_is_validated(monkeypatch):
     monkeypatch.setenv("PMR_ACCEL", "hvf")
     with pytest.raises(UserError, match="PMR_ACCEL"):
-        guest.detect_accel(Path("/nonexistent"))
+        vm.detect_accel(Path("/nonexistent"))
     monkeypatch.setenv("PMR_ACCEL", "tcg")
-    assert guest.detect_accel(Path("/nonexistent")) == "tcg"
+    assert vm.detect_accel(Path("/nonexistent")) == "tcg"
 
 
 def _fake_guest(monkeypatch, script: str) -> None:
     """Make boot() run `sh -c script` in place of vng, and watch it briefly."""
-    monkeypatch.setattr(guest, "vng_command", lambda *a, **k: ["sh", "-c", script])
-    monkeypatch.setattr(guest, "BOOT_WATCHDOG_S", 0.6)
-    monkeypatch.setattr(guest, "BOOT_POLL_S", 0.05)
+    monkeypatch.setattr(vm, "vng_command", lambda *a, **k: ["sh", "-c", script])
+    monkeypatch.setattr(vm, "BOOT_WATCHDOG_S", 0.6)
+    monkeypatch.setattr(vm, "BOOT_POLL_S", 0.05)
 
 
-def _boot(tmp_path: Path, deadline_s: float = 5.0) -> guest.BootResult:
-    return guest.boot(
+def _boot(tmp_path: Path, deadline_s: float = 5.0) -> vm.BootResult:
+    return vm.boot(
         Path("bzImage"),
         exec_cmd="true",
         console_path=tmp_path / "console.log",
@@ -125,7 +125,7 @@ def _boot(tmp_path: Path, deadline_s: float = 5.0) -> guest.BootResult:
     )
 
 
-def _boot_after_a_first_boot_that(tmp_path: Path, monkeypatch, first: str) -> guest.BootResult:
+def _boot_after_a_first_boot_that(tmp_path: Path, monkeypatch, first: str) -> vm.BootResult:
     """Boot where the first boot runs `first` and the second starts init and exits 0."""
     flag = tmp_path / "booted-once"
     _fake_guest(
@@ -166,9 +166,9 @@ def test_a_guest_that_fails_for_good_before_user_space_is_not_booted_again(
 ):
     _fake_guest(monkeypatch, f'echo "{console}"; exit 255')
     if console.startswith("["):
-        with pytest.raises(guest.GuestError, match="Kernel panic") as err:
+        with pytest.raises(vm.GuestError, match="Kernel panic") as err:
             _boot(tmp_path)
-        assert not isinstance(err.value, guest.BootHang)
+        assert not isinstance(err.value, vm.BootHang)
     else:
         assert _boot(tmp_path).returncode == 255
     assert not list(tmp_path.glob("*boot-hang*"))
@@ -183,7 +183,7 @@ def test_a_guest_that_fails_after_user_space_started_is_not_booted_again(tmp_pat
 
 def test_a_boot_that_hangs_every_time_fails_with_its_console(tmp_path, monkeypatch):
     _fake_guest(monkeypatch, "echo 'Switched to clocksource tsc-early'; sleep 30")
-    with pytest.raises(guest.BootHang) as err:
+    with pytest.raises(vm.BootHang) as err:
         _boot(tmp_path)
     assert "tsc-early" in err.value.console_tail
     assert sorted(p.name for p in tmp_path.iterdir()) == [
@@ -197,9 +197,9 @@ def test_a_boot_that_hangs_every_time_fails_with_its_console(tmp_path, monkeypat
 def test_a_guest_that_booted_and_then_hung_is_not_booted_again(tmp_path, monkeypatch):
     # Past the watchdog the workload may have begun: its deadline rules.
     _fake_guest(monkeypatch, "echo '[    6.40] virtme-ng-init: starting script'; sleep 30")
-    with pytest.raises(guest.GuestError) as err:
+    with pytest.raises(vm.GuestError) as err:
         _boot(tmp_path, deadline_s=1.2)
-    assert not isinstance(err.value, guest.BootHang)
+    assert not isinstance(err.value, vm.BootHang)
     assert "did not finish within 1 s" in str(err.value)
     assert not list(tmp_path.glob("*boot-hang*"))
 
@@ -230,12 +230,12 @@ def test_a_guest_without_the_preemption_it_was_booted_with_is_an_error():
     from pmr_testbed.errors import GuestError
 
     full = ["no5lvl", "preempt=full"]
-    guest.check_preemption(full, "[    0.215006] Dynamic Preempt: full\n")
+    vm.check_preemption(full, "[    0.215006] Dynamic Preempt: full\n")
     with pytest.raises(
         GuestError, match="did not boot with full preemption \\(Dynamic Preempt: voluntary\\)"
     ):
-        guest.check_preemption(full, "[    0.215006] Dynamic Preempt: voluntary\n")
+        vm.check_preemption(full, "[    0.215006] Dynamic Preempt: voluntary\n")
     with pytest.raises(GuestError, match="no `Dynamic Preempt:` line"):
-        guest.check_preemption(full, "Linux version 6.1\n")
+        vm.check_preemption(full, "Linux version 6.1\n")
     # a boot that asks for no mode is not checked
-    guest.check_preemption(["no5lvl"], "Linux version 6.1\n")
+    vm.check_preemption(["no5lvl"], "Linux version 6.1\n")

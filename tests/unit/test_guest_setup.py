@@ -4,9 +4,10 @@ import os
 
 import pytest
 
-from pmr_testbed import guest, guest_setup
+from pmr_testbed.config.profiles import load as load_profile
 from pmr_testbed.errors import UserError
-from pmr_testbed.profiles import load as load_profile
+from pmr_testbed.guest import vm
+from pmr_testbed.workflows import guest_setup
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ def runtime(tmp_path, monkeypatch):
     os.utime(binary, (2000, 2000))
     monkeypatch.setattr(guest_setup.paths, "RUNTIME_DIR", tmp_path / "runtime")
     monkeypatch.setattr(guest_setup.paths, "RUNTIME_BIN", binary)
-    monkeypatch.setattr(guest, "check_host_tools", lambda: None)
+    monkeypatch.setattr(vm, "check_host_tools", lambda: None)
     monkeypatch.setattr(guest_setup, "check_host_memory", lambda ram_mb: None)
     return src / "decision.rs"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pmr_testbed import host_cpu
-from pmr_testbed.host_cpu import (
+from pmr_testbed.guest import host_cpu
+from pmr_testbed.guest.host_cpu import (
     COLUMNS,
     HostCpuSampler,
     Snapshot,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from pmr_testbed import kernel
 from pmr_testbed.errors import UserError
+from pmr_testbed.guest import kernel
 
 
 def test_debian_packaging_block_is_dropped(tmp_path):

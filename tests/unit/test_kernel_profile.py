@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pmr_testbed import kernel_profile
 from pmr_testbed.errors import UserError
+from pmr_testbed.guest import kernel_profile
 
 # `perf script -F comm,tid,ip,sym`: one block per sample, innermost first.
 SCRIPT = """\

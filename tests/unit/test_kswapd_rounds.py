@@ -3,10 +3,10 @@
 import pytest
 
 from fakerun import kswapd_round, trace_text, write_campaign, write_run, writeback_time
-from pmr_testbed.kswapd_rounds import kswapd_rounds, round_figures
-from pmr_testbed.metrics import load_run
-from pmr_testbed.summary import validate_summary, write_summary
-from pmr_testbed.trace import TRACE_EVENTS, parse_trace
+from pmr_testbed.analysis.kswapd_rounds import kswapd_rounds, round_figures
+from pmr_testbed.analysis.metrics import load_run
+from pmr_testbed.analysis.trace import TRACE_EVENTS, parse_trace
+from pmr_testbed.report.summary import validate_summary, write_summary
 
 MS = 1_000_000
 

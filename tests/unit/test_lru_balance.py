@@ -3,8 +3,8 @@
 import pytest
 
 from fakerun import PMR_VMSTAT_KEYS, write_run
-from pmr_testbed.lru_balance import PAGE_MB, lru_balance
-from pmr_testbed.metrics import load_run, read_table
+from pmr_testbed.analysis.lru_balance import PAGE_MB, lru_balance
+from pmr_testbed.analysis.metrics import load_run, read_table
 
 
 def test_refaults_activated_share_and_deactivations(tmp_path):

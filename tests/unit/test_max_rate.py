@@ -5,7 +5,8 @@ import subprocess
 
 import pytest
 
-from pmr_testbed import max_rate, profiles, swap_bandwidth
+from pmr_testbed.config import profiles
+from pmr_testbed.workflows import max_rate, swap_bandwidth
 
 
 def _line(t: float, write_sectors: int, utime: int, stime: int) -> str:

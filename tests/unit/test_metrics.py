@@ -5,7 +5,7 @@ import os
 import pytest
 
 from fakerun import kill, switch, write_run
-from pmr_testbed.metrics import MB, RunError, load_run, thread_family
+from pmr_testbed.analysis.metrics import MB, RunError, load_run, thread_family
 
 SECTORS_PER_MB = MB // 512
 
@@ -259,8 +259,8 @@ def test_missing_required_file_is_an_error(tmp_path):
 
 
 def test_pmr_figures_only_on_a_pmr_kernel(tmp_path):
-    from pmr_testbed.metrics import pmr_figures, read_table, victim_series
-    from pmr_testbed.trace import parse_trace
+    from pmr_testbed.analysis.metrics import pmr_figures, read_table, victim_series
+    from pmr_testbed.analysis.trace import parse_trace
 
     plain = tmp_path / "plain.csv"
     plain.write_text("t_ms,pswpout\n0,1\n100,2\n")
@@ -290,7 +290,7 @@ def test_pmr_figures_only_on_a_pmr_kernel(tmp_path):
 def test_victim_lists_of_both_types_add_up(tmp_path):
     """One list per type since patch 26 of the series; runs of the kernels
     before it (one list, nr_victim) read as they did."""
-    from pmr_testbed.metrics import pmr_figures, read_table, victim_pages
+    from pmr_testbed.analysis.metrics import pmr_figures, read_table, victim_pages
 
     split = tmp_path / "split.csv"
     split.write_text(
@@ -382,7 +382,7 @@ def test_kernel_without_part2_has_no_writeback_figures(tmp_path):
 
 
 def test_the_workload_start_is_placed_on_the_host_clock_by_the_events_file(tmp_path):
-    from pmr_testbed.metrics import workload_start_unix
+    from pmr_testbed.analysis.metrics import workload_start_unix
 
     said = 1735689600.0  # 2025-01-01T00:00:00Z
     run = {"started_at": "2025-01-01T00:00:00Z"}

@@ -1,4 +1,4 @@
-"""paper.py and paper_report.py: `pmrtb paper`'s plan, resuming, ratios and paper.md,
+"""config/paper.py, workflows/paper.py and report/paper_report.py: `pmrtb paper`'s plan, resuming, ratios and paper.md,
 over fake campaigns (no guest is booted: the campaign runner is faked)."""
 
 import dataclasses
@@ -26,10 +26,13 @@ from fakerun import (
     write_run,
     writeback_time,
 )
-from pmr_testbed import paper, paper_report, paper_run, paths, profiles, regime, report, shortfall
+from pmr_testbed import paths
+from pmr_testbed.analysis.significance import permutation_p
+from pmr_testbed.config import paper, profiles
+from pmr_testbed.config.sweep import parse_name
 from pmr_testbed.errors import UserError
-from pmr_testbed.significance import permutation_p
-from pmr_testbed.sweep import parse_name
+from pmr_testbed.report import campaign_report, paper_report, regime, shortfall
+from pmr_testbed.workflows import paper as paper_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -391,7 +394,7 @@ def test_every_campaign_runs_into_its_own_results_dir(quick_out):
     for c in p.campaigns:
         d = p.out / c.name
         assert (d / "report.md").exists() and (d / "summary.json").exists()
-        assert (d / "plots" / report.PLOT_FILES["throughput"]).exists()
+        assert (d / "plots" / campaign_report.PLOT_FILES["throughput"]).exists()
     assert result.failed_runs == 0
 
 
@@ -917,7 +920,8 @@ def _rows(md: str, section: str) -> dict[str, list[str]]:
 def test_cli_prints_the_estimate_runs_and_resumes(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from pmr_testbed import campaign, cli
+    from pmr_testbed import cli
+    from pmr_testbed.workflows import campaign
 
     def no_guests(*args, **kwargs):
         raise AssertionError("a real campaign was started")
@@ -944,7 +948,7 @@ def test_cli_prints_the_estimate_runs_and_resumes(tmp_path, monkeypatch):
 
 
 def test_campaigns_of_the_same_name_get_their_own_disk_images(tmp_path):
-    from pmr_testbed import campaign
+    from pmr_testbed.workflows import campaign
 
     a = campaign.disk_dir(tmp_path / "one" / "main", "pmr-r1")
     b = campaign.disk_dir(tmp_path / "two" / "main", "pmr-r1")

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pmr_testbed import cli, guest, kernel, probe
+from pmr_testbed import cli
 from pmr_testbed.errors import GuestError, UserError
+from pmr_testbed.guest import kernel, vm
+from pmr_testbed.workflows import probe
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB = probe.PROBES_DIR / "lib" / "guest.sh"
@@ -96,7 +98,7 @@ def _fake_boot(returncode, guest_log, seen):
         seen.update(bzimage=bzimage, exec_cmd=exec_cmd, disks=disks, kw=kw)
         assert all(d.path.exists() for d in disks)
         (rwdirs[0] / "guest.log").write_text(guest_log)
-        return guest.BootResult(returncode, "console", 1.0)
+        return vm.BootResult(returncode, "console", 1.0)
 
     return boot
 
@@ -108,9 +110,9 @@ def test_run_boots_the_probe_and_records_its_verdict(tmp_path, monkeypatch):
     out.mkdir()
     (out / "probe.json").write_text('{"status": "passed"}')  # from an earlier run
     seen = {}
-    monkeypatch.setattr(guest, "check_host_tools", lambda: None)
-    monkeypatch.setattr(guest, "detect_accel", lambda k: "tcg")
-    monkeypatch.setattr(guest, "boot", _fake_boot(1, "RESULT: left 17 MB\n", seen))
+    monkeypatch.setattr(vm, "check_host_tools", lambda: None)
+    monkeypatch.setattr(vm, "detect_accel", lambda k: "tcg")
+    monkeypatch.setattr(vm, "boot", _fake_boot(1, "RESULT: left 17 MB\n", seen))
     res = probe.run("removed-memcg-reclaim", ["2"], out, "testbed", lambda m: None, image)
     assert (res.status, res.verdict) == ("failed", "left 17 MB")
     assert seen["exec_cmd"].endswith(f"probes/removed-memcg-reclaim.sh {out} 2")
@@ -128,9 +130,9 @@ def test_a_broken_probe_leaves_no_verdict_behind(tmp_path, monkeypatch):
     out = tmp_path / "out"
     out.mkdir()
     (out / "probe.json").write_text('{"status": "passed"}')
-    monkeypatch.setattr(guest, "check_host_tools", lambda: None)
-    monkeypatch.setattr(guest, "detect_accel", lambda k: "tcg")
-    monkeypatch.setattr(guest, "boot", _fake_boot(1, "no verdict\n", {}))
+    monkeypatch.setattr(vm, "check_host_tools", lambda: None)
+    monkeypatch.setattr(vm, "detect_accel", lambda k: "tcg")
+    monkeypatch.setattr(vm, "boot", _fake_boot(1, "no verdict\n", {}))
     with pytest.raises(GuestError):
         probe.run("removed-memcg-reclaim", [], out, "testbed", lambda m: None, image)
     assert not (out / "probe.json").exists()

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from fakerun import kill, kswapd_round, ramp, switch, trace_text, write_campaign, write_run
-from pmr_testbed import paths, regime
+from pmr_testbed import paths
 from pmr_testbed.errors import UserError
-from pmr_testbed.report import write_report
+from pmr_testbed.report import regime
+from pmr_testbed.report.campaign_report import write_report
 
 ROOT = Path(__file__).resolve().parents[2]
 MS = 1_000_000

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pmr_testbed import guest, profiles, reliability, reliability_checks, schemes, swap_write_errors
+from pmr_testbed.analysis import reliability_checks, swap_write_errors
+from pmr_testbed.config import profiles, schemes
 from pmr_testbed.errors import UserError
+from pmr_testbed.guest import vm
+from pmr_testbed.workflows import reliability
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -208,13 +211,11 @@ def test_the_injected_errors_are_no_splat_but_a_splat_beside_them_is():
         "blk_print_req_error: 7 callbacks suppressed",
     )
     # the write-error lines alone: nothing for kernel_log
-    assert guest.splats(console) == []
-    assert (
-        reliability_checks.with_kernel_log(_result("pass"), guest.splats(console))["status"] == "ok"
-    )
+    assert vm.splats(console) == []
+    assert reliability_checks.with_kernel_log(_result("pass"), vm.splats(console))["status"] == "ok"
     # a real WARNING among them is still reported, and fails the run
     warning = "WARNING: CPU: 1 PID: 80 at mm/page_io.c:42 end_swap_bio_write+0x1/0x2"
-    found = guest.splats(console + "\n" + _console(warning))
+    found = vm.splats(console + "\n" + _console(warning))
     assert len(found) == 1 and found[0].endswith(warning)
     assert reliability_checks.with_kernel_log(_result("pass"), found)["status"] == "failed"
     for splat in (
@@ -222,7 +223,7 @@ def test_the_injected_errors_are_no_splat_but_a_splat_beside_them_is():
         "Oops: 0000 [#1] SMP",
         "possible circular locking dependency detected",
     ):
-        assert guest.splats(console + "\n" + splat) == [splat]
+        assert vm.splats(console + "\n" + splat) == [splat]
 
 
 def test_host_checks_go_last_and_decide_the_status():
@@ -323,7 +324,8 @@ def test_run_wires_blkdebug_and_the_host_checks(tmp_path, monkeypatch, write_err
     without --swap-write-errors none of that."""
     from types import SimpleNamespace
 
-    from pmr_testbed import guest_setup, paths
+    from pmr_testbed import paths
+    from pmr_testbed.workflows import guest_setup
 
     monkeypatch.setattr(paths, "BUILD_DIR", tmp_path / "build")
     machine = SimpleNamespace(
@@ -344,9 +346,9 @@ def test_run_wires_blkdebug_and_the_host_checks(tmp_path, monkeypatch, write_err
             json.dumps(dict(_result("pass"), swap_dev="vdb"))
         )
         console = _console(IO_ERROR, WRITE_ERROR, "end_swap_bio_write: 4 callbacks suppressed")
-        return guest.BootResult(0, console, 1.0)
+        return vm.BootResult(0, console, 1.0)
 
-    monkeypatch.setattr(guest, "boot", fake_boot)
+    monkeypatch.setattr(vm, "boot", fake_boot)
     p = _plan(tmp_path, swap_full=True, swap_write_errors=write_errors)
     p.req.out = tmp_path / "out"
     result = reliability.run(p, lambda msg: None)
@@ -355,7 +357,7 @@ def test_run_wires_blkdebug_and_the_host_checks(tmp_path, monkeypatch, write_err
     # the debug kernel boots with 4-level paging, fully preemptible
     assert seen["append"] == ["no5lvl", "preempt=full"]
     # tagged by the output directory's path, as a campaign's (campaign.disk_dir)
-    from pmr_testbed import campaign
+    from pmr_testbed.workflows import campaign
 
     assert swap.path.parent == campaign.disk_dir(tmp_path / "out", "reliability")
     assert swap.path.parent.parent.name.startswith("out-") and not swap.path.parent.exists()

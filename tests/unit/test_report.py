@@ -1,4 +1,4 @@
-"""report.py: report.md and the four plots from a synthetic results directory."""
+"""report/campaign_report.py: report.md and the four plots from a synthetic results directory."""
 
 import dataclasses
 import re
@@ -18,9 +18,16 @@ from fakerun import (
     write_run,
     writeback_time,
 )
-from pmr_testbed import report
-from pmr_testbed.report import PLOT_FILES, bucketed, ecdf, median_run, size_bucket_kb, write_report
-from pmr_testbed.summary import Run, load_campaign, load_runs
+from pmr_testbed.report import campaign_report
+from pmr_testbed.report.campaign_report import (
+    PLOT_FILES,
+    bucketed,
+    ecdf,
+    median_run,
+    size_bucket_kb,
+    write_report,
+)
+from pmr_testbed.report.summary import Run, load_campaign, load_runs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -232,13 +239,13 @@ def test_median_run_is_chosen_by_mean_throughput(tmp_path):
 def figures(monkeypatch):
     """The figures write_report saves, by file name (still saved as PNGs)."""
     saved = {}
-    save = report.save_figure
+    save = campaign_report.save_figure
 
     def keep(fig, path):
         saved[path.name] = fig
         save(fig, path)
 
-    monkeypatch.setattr(report, "save_figure", keep)
+    monkeypatch.setattr(campaign_report, "save_figure", keep)
     return saved
 
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from pmr_testbed import paper, run_times
+from pmr_testbed import run_times
+from pmr_testbed.config import paper
 
 
 def test_no_runs_no_fit_and_paper_keeps_its_defaults():

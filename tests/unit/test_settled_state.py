@@ -3,7 +3,7 @@
 import pytest
 
 from fakerun import kill, lmkd_row, write_run
-from pmr_testbed.metrics import load_run
+from pmr_testbed.analysis.metrics import load_run
 
 
 def _run(tmp_path, kills, **kw):

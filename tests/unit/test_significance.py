@@ -2,7 +2,7 @@
 
 import pytest
 
-from pmr_testbed.significance import permutation_p
+from pmr_testbed.analysis.significance import permutation_p
 
 
 def test_fully_separated_five_against_five_gives_the_smallest_exact_p():

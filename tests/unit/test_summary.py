@@ -14,7 +14,7 @@ from fakerun import (
     write_run,
     writeback_time,
 )
-from pmr_testbed.summary import validate_summary, write_summary
+from pmr_testbed.report.summary import validate_summary, write_summary
 
 KILL = kill("firefox", "low_swap_and_thrashing")
 

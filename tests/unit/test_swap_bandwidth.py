@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from pmr_testbed import report, swap_bandwidth
+from pmr_testbed.report import campaign_report
+from pmr_testbed.workflows import swap_bandwidth
 
 
 def test_parse_fio_reads_the_write_bandwidth():
@@ -43,7 +44,7 @@ def _summary(bw):
 
 
 def test_report_sets_each_peak_against_the_disk():
-    (line,) = report.disk_share_lines(
+    (line,) = campaign_report.disk_share_lines(
         _summary({"write_mbps": 125.0, "fio": {"iodepth": 16}, "error": None})
     )
     assert "writes 125 MB/s as fio measures it" in line
@@ -51,8 +52,8 @@ def test_report_sets_each_peak_against_the_disk():
 
 
 def test_report_says_when_the_disk_was_not_or_could_not_be_measured():
-    assert "not measured" in report.disk_share_lines(_summary(None))[0]
-    (line,) = report.disk_share_lines(
+    assert "not measured" in campaign_report.disk_share_lines(_summary(None))[0]
+    (line,) = campaign_report.disk_share_lines(
         _summary({"write_mbps": None, "fio": {}, "error": "fio exited with status 1"})
     )
     assert "could not be measured: fio exited with status 1" in line

@@ -3,8 +3,8 @@
 import pytest
 
 from fakerun import PMR_VMSTAT_KEYS, write_run
-from pmr_testbed.metrics import load_run, read_table
-from pmr_testbed.swap_fate import PAGE_MB, swap_fate
+from pmr_testbed.analysis.metrics import load_run, read_table
+from pmr_testbed.analysis.swap_fate import PAGE_MB, swap_fate
 
 
 def test_writes_split_into_freed_cached_and_dropped(tmp_path):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pmr_testbed.sweep import Part, Sweep, base_name, find_sweeps, parse_name, unit
+from pmr_testbed.config.sweep import Part, Sweep, base_name, find_sweeps, parse_name, unit
 
 KEY = "pmr_unmap_unit_kbytes"
 

@@ -2,9 +2,9 @@
 
 import pytest
 
+from pmr_testbed.analysis.trace import kshrinkd_rounds, parse_trace
+from pmr_testbed.config.trace_events import TRACE_EVENTS, extra_trace_events, run_trace_events
 from pmr_testbed.errors import UserError
-from pmr_testbed.trace import kshrinkd_rounds, parse_trace
-from pmr_testbed.trace_events import TRACE_EVENTS, extra_trace_events, run_trace_events
 
 TRACE = """\
 # start_mono_s=100.500000

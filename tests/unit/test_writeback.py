@@ -3,8 +3,8 @@
 import pytest
 
 from fakerun import pmr_batch, trace_text, writeback_time
-from pmr_testbed.trace import parse_trace
-from pmr_testbed.writeback import (
+from pmr_testbed.analysis.trace import parse_trace
+from pmr_testbed.analysis.writeback import (
     BULK_COUNTERS,
     UNMAP_WINDOW_PAGES,
     bulk_figures,

@@ -1,0 +1,130 @@
+"""Device profiles (profiles/*.toml): a phone, and how it maps onto the guest.
+
+Memory sizes scale by the guest/phone RAM ratio (`guest.scale`). Flash
+throughput and IOPS scale by the ratio of the guest's reclaim ceiling
+(max_rate.py: the original kernel's peak reclaim under a max-rate allocator
+with an unthrottled disk, measured once per host) to the phone's peak
+reclaim (`[phone] peak_reclaim_mbps`), so that reclaim uses the same share of
+the guest's flash as of the phone's: software, not the flash, limits it
+(paper §2.2.2, §3.1.2, Figs. 3a and 4b).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paths, tomlfile
+from ..errors import UserError
+from ..tomlfile import positive, require
+
+PAGE_KB = 4
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    phone_ram_mb: int
+    phone_swap_mb: int
+    high_watermark_pages: int
+    peak_reclaim_mbps: float
+    rand_write_4k_mbps: float
+    seq_write_mbps: float
+    rand_read_4k_mbps: float
+    seq_read_mbps: float
+    scale: float
+    cpus: int
+    unmap_unit_kb: int
+    raw: dict
+
+    @property
+    def guest_ram_mb(self) -> int:
+        return int(self.phone_ram_mb * self.scale)
+
+    @property
+    def guest_swap_mb(self) -> int:
+        return int(self.phone_swap_mb * self.scale)
+
+    @property
+    def high_watermark_fraction(self) -> float:
+        return self.high_watermark_pages * PAGE_KB / (self.phone_ram_mb * 1024)
+
+    def scale_mb(self, phone_mb: float) -> int:
+        """A phone-scale size in MB, at guest scale (at least 1 MB)."""
+        return max(1, round(phone_mb * self.scale))
+
+    def watermarks(self) -> dict[str, int]:
+        """sysctls that give the guest the phone's high watermark as a share of RAM.
+
+        Linux 6.1 (__setup_per_zone_wmarks): low = min + gap, high = min + 2 gap,
+        gap = max(min / 4, managed * watermark_scale_factor / 10000); min_free_kbytes
+        keeps the kernel's default formula, 4 * sqrt(lowmem_kbytes).
+        """
+        ram_kb = self.guest_ram_mb * 1024
+        min_free_kb = int(4 * math.sqrt(ram_kb))
+        high_kb = self.high_watermark_fraction * ram_kb
+        wsf = round((high_kb - min_free_kb) * 10000 / (2 * ram_kb))
+        return {"min_free_kbytes": min_free_kb, "watermark_scale_factor": max(10, min(3000, wsf))}
+
+    def flash_scale(self, reclaim_ceiling_mbps: float) -> float:
+        """The guest's flash over the phone's: the guest's reclaim ceiling over
+        the phone's peak reclaim."""
+        return reclaim_ceiling_mbps / self.peak_reclaim_mbps
+
+    def qemu_limits(self, reclaim_ceiling_mbps: float) -> dict[str, int]:
+        """QEMU throttling for the swap disk: the phone's figures times
+        flash_scale(), so that the guest's reclaim ceiling is the same share
+        of its flash as the phone's peak reclaim is of the phone's.
+
+        Every request counts as one I/O operation against the IOPS limit, so
+        small writes are bounded by the 4 KB IOPS and large ones by bandwidth.
+        """
+        mb = 1024 * 1024
+        k = self.flash_scale(reclaim_ceiling_mbps)
+        return {
+            "swap_bps_write": int(self.seq_write_mbps * mb * k),
+            "swap_iops_write": int(self.rand_write_4k_mbps * 256 * k),
+            "swap_bps_read": int(self.seq_read_mbps * mb * k),
+            "swap_iops_read": int(self.rand_read_4k_mbps * 256 * k),
+        }
+
+
+def swap_throttle(limits: dict[str, int]) -> dict[str, int]:
+    """qemu_limits() as the swap disk's throttling (guest.Disk.throttle)."""
+    return {
+        key: limits[f"swap_{key}"] for key in ("bps_write", "iops_write", "bps_read", "iops_read")
+    }
+
+
+def load(name: str) -> Profile:
+    path = tomlfile.find(paths.PROFILES_DIR, name, "profile")
+    return parse(tomlfile.load(path, "profile"), path)
+
+
+def parse(data: dict, path: Path) -> Profile:
+    where = f"profile {path.name}"
+    phone = require(data, "phone", dict, where)
+    flash = require(data, "flash", dict, where)
+    guest = require(data, "guest", dict, where)
+    pmr = data.get("pmr", {})
+    scale = positive(guest, "scale", f"{where} [guest]")
+    if scale > 1:
+        raise UserError(f"{where}: [guest] scale must be in (0, 1], got {scale}")
+    return Profile(
+        name=require(data, "name", str, where),
+        description=data.get("description", ""),
+        phone_ram_mb=int(positive(phone, "ram_mb", f"{where} [phone]")),
+        phone_swap_mb=int(positive(phone, "swap_mb", f"{where} [phone]")),
+        high_watermark_pages=int(positive(phone, "high_watermark_pages", f"{where} [phone]")),
+        peak_reclaim_mbps=positive(phone, "peak_reclaim_mbps", f"{where} [phone]"),
+        rand_write_4k_mbps=positive(flash, "rand_write_4k_mbps", f"{where} [flash]"),
+        seq_write_mbps=positive(flash, "seq_write_mbps", f"{where} [flash]"),
+        rand_read_4k_mbps=positive(flash, "rand_read_4k_mbps", f"{where} [flash]"),
+        seq_read_mbps=positive(flash, "seq_read_mbps", f"{where} [flash]"),
+        scale=scale,
+        cpus=int(positive(guest, "cpus", f"{where} [guest]")),
+        unmap_unit_kb=int(pmr.get("unmap_unit_kb", 1024)),
+        raw=data,
+    )

@@ -1,0 +1,242 @@
+"""Scenarios (scenarios/*.toml): which apps, how big, and how they are switched.
+
+Sizes are phone-scale MB and growth rates phone-scale MB/s (spec.py scales
+them to the guest); times are guest milliseconds; `init_work_ms` and
+`resume_work_ms` are CPU work in guest milliseconds (the apps' CPU loop is
+calibrated at the guest's own speed, dilation.py's guest_work_iters_per_ms).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import paths, tomlfile
+from ..errors import UserError
+from ..tomlfile import positive, require
+
+APP_KEYS = {
+    "name",
+    "processes",
+    "anon_mb",
+    "file_mb",
+    "launch_fraction",
+    "working_set_fraction",
+    "init_work_ms",
+    "growth_ms",
+    "fg_period_ms",
+    "fg_churn_mb",
+    "bg_touch",
+    "adj_class",
+    "launch_threads",
+    "resume_work_ms",
+    "peak_anon_mb",
+    "fg_growth_mb_per_s",
+}
+MAX_LAUNCH_THREADS = 16  # as the runtime's spec.rs
+ADJ_CLASSES = {"cached", "perceptible", "service", "persistent"}
+SCENARIO_KEYS = {
+    "name",
+    "description",
+    "rounds",
+    "dwell_ms",
+    "launch_gap_ms",
+    "settle_ms",
+    "deadline_s",
+    "defaults",
+    "system",
+    "foreground",
+    "background",
+    "background_use",
+}
+BACKGROUND_USE_KEYS = {"every", "dwell_ms", "apps"}
+
+
+@dataclass(frozen=True)
+class App:
+    name: str
+    role: str  # "system", "foreground" or "background"
+    processes: int
+    anon_mb: float
+    file_mb: float
+    launch_fraction: float
+    working_set_fraction: float
+    init_work_ms: float
+    growth_ms: int
+    fg_period_ms: int
+    fg_churn_mb: float
+    bg_touch: dict | None
+    adj_class: str
+    launch_threads: int = 1
+    resume_work_ms: float = 0.0
+    peak_anon_mb: float | None = None  # None: anon_mb (no growth while used)
+    fg_growth_mb_per_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class BackgroundUse:
+    """Background apps used between the switches (the paper's UI Automator):
+    after every `every`-th switch, the next of `apps` in a seeded order is
+    in front for a dwell from `dwell_ms` (hot if alive, cold if killed)."""
+
+    every: int
+    dwell_ms: tuple[int, int]
+    apps: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    rounds: int
+    dwell_ms: tuple[int, int]
+    launch_gap_ms: int
+    settle_ms: int
+    deadline_s: int
+    apps: list[App] = field(default_factory=list)
+    background_use: BackgroundUse | None = None
+
+    @property
+    def foreground(self) -> list[App]:
+        return [a for a in self.apps if a.role == "foreground"]
+
+    @property
+    def background(self) -> list[App]:
+        return [a for a in self.apps if a.role == "background"]
+
+    @property
+    def system(self) -> list[App]:
+        return [a for a in self.apps if a.role == "system"]
+
+
+def load(name: str) -> Scenario:
+    path = tomlfile.find(paths.SCENARIOS_DIR, name, "scenario")
+    return parse(tomlfile.load(path, "scenario"), path)
+
+
+def _fraction(table: dict, key: str, where: str) -> float:
+    value = positive(table, key, where)
+    if value > 1:
+        raise UserError(f"{where}: `{key}` must be in (0, 1], got {value}")
+    return value
+
+
+def _optional(table: dict, key: str, where: str, default, allow_zero: bool = True):
+    """positive() of `key`, or `default` where the table has none."""
+    return positive(table, key, where, allow_zero) if key in table else default
+
+
+def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
+    unknown = set(raw) - APP_KEYS
+    if unknown:
+        raise UserError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(APP_KEYS))}"
+        )
+    t = {**defaults, **raw}
+    name = require(t, "name", str, where)
+    where = f"{where} ({name})"
+    bg_touch = t.get("bg_touch")
+    if bg_touch is not None:
+        positive(bg_touch, "period_ms", f"{where} bg_touch")
+        positive(bg_touch, "mb", f"{where} bg_touch")
+    adj_class = t.get("adj_class", "cached")
+    if adj_class not in ADJ_CLASSES:
+        raise UserError(f"{where}: adj_class {adj_class!r} must be one of {sorted(ADJ_CLASSES)}")
+    launch_threads = int(_optional(t, "launch_threads", where, 1, allow_zero=False))
+    if launch_threads > MAX_LAUNCH_THREADS:
+        raise UserError(
+            f"{where}: `launch_threads` must be 1..{MAX_LAUNCH_THREADS}, got {launch_threads}"
+        )
+    anon_mb = positive(t, "anon_mb", where)
+    peak = _optional(t, "peak_anon_mb", where, None, allow_zero=False)
+    if peak is not None and peak < anon_mb:
+        raise UserError(f"{where}: `peak_anon_mb` ({peak}) must be >= anon_mb ({anon_mb})")
+    return App(
+        name=name,
+        role=role,
+        processes=int(positive(t, "processes", where)),
+        anon_mb=anon_mb,
+        file_mb=positive(t, "file_mb", where, allow_zero=True),
+        launch_fraction=_fraction(t, "launch_fraction", where),
+        working_set_fraction=_fraction(t, "working_set_fraction", where),
+        init_work_ms=positive(t, "init_work_ms", where, allow_zero=True),
+        growth_ms=int(positive(t, "growth_ms", where, allow_zero=True)),
+        fg_period_ms=int(positive(t, "fg_period_ms", where)),
+        fg_churn_mb=t.get("fg_churn_mb", 0),
+        bg_touch=bg_touch,
+        adj_class=adj_class,
+        launch_threads=launch_threads,
+        resume_work_ms=_optional(t, "resume_work_ms", where, 0.0),
+        peak_anon_mb=peak,
+        fg_growth_mb_per_s=_optional(t, "fg_growth_mb_per_s", where, 0.0),
+    )
+
+
+def parse(data: dict, path: Path) -> Scenario:
+    where = f"scenario {path.name}"
+    unknown = set(data) - SCENARIO_KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    defaults = data.get("defaults", {})
+    apps: list[App] = []
+    for role in ("system", "foreground", "background"):
+        for i, raw in enumerate(data.get(role, [])):
+            apps.append(_app(raw, defaults, role, f"{where} [[{role}]] #{i + 1}"))
+    names = [a.name for a in apps]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UserError(f"{where}: app name(s) used twice: {', '.join(dupes)}")
+    for a in apps:
+        if a.adj_class == "persistent" and a.role != "system":
+            raise UserError(
+                f'{where}: {a.name}: only [[system]] apps can be adj_class = "persistent"'
+            )
+    if not any(a.role == "foreground" for a in apps):
+        raise UserError(f"{where}: needs at least one [[foreground]] app")
+    return Scenario(
+        name=require(data, "name", str, where),
+        description=data.get("description", ""),
+        rounds=int(positive(data, "rounds", where)),
+        dwell_ms=_dwell(data, where),
+        launch_gap_ms=int(positive(data, "launch_gap_ms", where, allow_zero=True)),
+        settle_ms=int(positive(data, "settle_ms", where, allow_zero=True)),
+        deadline_s=int(positive(data, "deadline_s", where)),
+        apps=apps,
+        background_use=_background_use(data, apps, where),
+    )
+
+
+def _dwell(table: dict, where: str) -> tuple[int, int]:
+    dwell = require(table, "dwell_ms", list, where)
+    if (
+        len(dwell) != 2
+        or not all(isinstance(x, int) and x > 0 for x in dwell)
+        or dwell[0] > dwell[1]
+    ):
+        raise UserError(f"{where}: `dwell_ms` must be [min, max] in ms with 0 < min <= max")
+    return dwell[0], dwell[1]
+
+
+def _background_use(data: dict, apps: list[App], where: str) -> BackgroundUse | None:
+    raw = data.get("background_use")
+    if raw is None:
+        return None
+    where = f"{where} [background_use]"
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: must be a table with {', '.join(sorted(BACKGROUND_USE_KEYS))}")
+    unknown = set(raw) - BACKGROUND_USE_KEYS
+    if unknown:
+        raise UserError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(BACKGROUND_USE_KEYS))}"
+        )
+    background = {a.name for a in apps if a.role == "background"}
+    used = raw.get("apps", "all")
+    if used == "all":
+        used = [a.name for a in apps if a.role == "background"]
+    if not isinstance(used, list) or not used or not all(n in background for n in used):
+        raise UserError(f'{where}: `apps` must be "all" or a list of [[background]] apps')
+    return BackgroundUse(
+        every=int(positive(raw, "every", where)), dwell_ms=_dwell(raw, where), apps=tuple(used)
+    )

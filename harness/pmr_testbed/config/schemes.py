@@ -1,0 +1,220 @@
+"""Schemes (schemes/*.toml): named sets of kernel knobs, kernel threads'
+scheduling and guest policies.
+
+A run takes a list of schemes (`original,mglru`); a `+` combines schemes
+(`pmr+ice`): their knobs are written in order and their policies and
+kernel-thread settings united. Two parts that set the same knob, or the
+same kernel thread, differently are refused. Knob values may name profile
+fields in braces, e.g. "{pmr.unmap_unit_kb}".
+
+`[[kthreads]]` entries schedule kernel threads (runtime/src/kthread_sched.rs):
+`comm` names them without their node number (`kswapd` is kswapd0, ...),
+`policy` is fifo or rr with a real-time `priority` 1-99, or normal with a
+`nice` value -20..19, and `cpus` optionally lists the CPUs to keep them on.
+A scheme file with `modifier = true` only changes another scheme and is run
+combined with one (`original+kswapd-fifo`), never alone.
+
+A part may override the value of one of its knobs, named by the last
+component of the knob's path: `pmr@pmr_unmap_unit_kbytes=64` is `pmr` with
+the unmap unit at 64 kB. A list of such variants is a sweep
+(`pmr@pmr_unmap_unit_kbytes=64,pmr@pmr_unmap_unit_kbytes=1024`), which the
+report plots against the value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+
+from .. import paths, tomlfile
+from ..errors import UserError
+from ..tomlfile import require
+from .profiles import Profile
+
+POLICIES = ("fifo", "rr", "normal")
+
+
+@dataclass(frozen=True)
+class Scheme:
+    name: str
+    description: str
+    knobs: list[dict]  # [{"path": ..., "value": ...}] in write order
+    policies: list[str]
+    # [{"comm", "policy", "priority", "nice"[, "cpus"]}], as spec.json has them
+    kthreads: list[dict] = field(default_factory=list)
+    modifier: bool = False  # runs only combined with another scheme
+
+
+def load(name: str) -> Scheme:
+    """One scheme file, schemes/<name>.toml, as written (no overrides)."""
+    path = tomlfile.find(paths.SCHEMES_DIR, name, "scheme")
+    data = tomlfile.load(path, "scheme")
+    where = f"scheme {path.name}"
+    knobs = []
+    for i, k in enumerate(data.get("knobs", [])):
+        kpath = require(k, "path", str, f"{where} [[knobs]] #{i + 1}")
+        if not kpath.startswith(("/proc/sys/", "/sys/")):
+            raise UserError(f"{where}: knob path {kpath} must be under /proc/sys or /sys")
+        knobs.append({"path": kpath, "value": str(require(k, "value", (str, int), where))})
+    policies = data.get("policies", [])
+    if not isinstance(policies, list) or not all(isinstance(p, str) for p in policies):
+        raise UserError(f"{where}: `policies` must be a list of names")
+    entries = data.get("kthreads", [])
+    if not isinstance(entries, list) or not all(isinstance(k, dict) for k in entries):
+        raise UserError(f"{where}: `kthreads` must be [[kthreads]] tables")
+    kthreads = [_kthread(k, f"{where} [[kthreads]] #{i + 1}") for i, k in enumerate(entries)]
+    modifier = data.get("modifier", False)
+    if not isinstance(modifier, bool):
+        raise UserError(f"{where}: `modifier` must be true or false")
+    return Scheme(
+        require(data, "name", str, where),
+        data.get("description", ""),
+        knobs,
+        policies,
+        kthreads,
+        modifier,
+    )
+
+
+def _kthread(table: dict, where: str) -> dict:
+    """One `[[kthreads]]` entry, checked, as spec.json takes it."""
+    policy = require(table, "policy", str, where)
+    if policy not in POLICIES:
+        raise UserError(f"{where}: policy {policy!r} must be one of {', '.join(POLICIES)}")
+    allowed = {"comm", "policy", "cpus", "nice" if policy == "normal" else "priority"}
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise UserError(
+            f"{where}: `{unknown[0]}` is not a setting of a {policy} thread "
+            f"(it takes {', '.join(sorted(allowed))})"
+        )
+    comm = require(table, "comm", str, where)
+    if not re.fullmatch(r"[A-Za-z_][\w-]*[A-Za-z_-]", comm):
+        raise UserError(
+            f"{where}: comm {comm!r} must be a kernel thread's name without its number, e.g. kswapd"
+        )
+    entry = {"comm": comm, "policy": policy, "priority": 0, "nice": 0}
+    if policy == "normal":
+        entry["nice"] = require(table, "nice", int, where)
+        if not -20 <= entry["nice"] <= 19:
+            raise UserError(f"{where}: nice must be -20..19, got {entry['nice']}")
+    else:
+        entry["priority"] = require(table, "priority", int, where)
+        if not 1 <= entry["priority"] <= 99:
+            raise UserError(
+                f"{where}: priority must be 1..99 for {policy}, got {entry['priority']}"
+            )
+    if "cpus" in table:
+        cpus = table["cpus"]
+        if (
+            not isinstance(cpus, list)
+            or not cpus
+            or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus)
+        ):
+            raise UserError(f"{where}: cpus must be a list of CPU numbers, e.g. [1]")
+        entry["cpus"] = cpus
+    return entry
+
+
+def _expand(value: str, profile: Profile, where: str) -> str:
+    def field(m: re.Match) -> str:
+        node = profile.raw
+        for part in m.group(1).split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise UserError(f"{where}: profile {profile.name} has no field {m.group(1)}")
+            node = node[part]
+        return str(node)
+
+    return re.sub(r"\{([\w.]+)\}", field, value)
+
+
+def _override(scheme: Scheme, text: str) -> Scheme:
+    """Apply `@key=value` overrides to a loaded scheme's knobs."""
+    knobs = [dict(k) for k in scheme.knobs]
+    for item in text.split("@"):
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise UserError(
+                f"scheme override {item!r} is malformed: use NAME@KNOB=VALUE, "
+                f"e.g. pmr@pmr_unmap_unit_kbytes=64"
+            )
+        hits = [k for k in knobs if k["path"].rsplit("/", 1)[-1] == key]
+        if not hits:
+            names = ", ".join(k["path"].rsplit("/", 1)[-1] for k in knobs) or "none"
+            raise UserError(
+                f"scheme {scheme.name} has no knob {key!r} to override (its knobs: {names})"
+            )
+        for k in hits:
+            k["value"] = value
+    return dataclasses.replace(scheme, knobs=knobs)
+
+
+def _load_part(part: str) -> Scheme:
+    base, _, overrides = part.partition("@")
+    scheme = load(base.strip())
+    return _override(scheme, overrides) if overrides else scheme
+
+
+def resolve(name: str, profile: Profile) -> Scheme:
+    """A scheme or a `+` combination, with overrides and profile fields filled in."""
+    parts = [p.strip() for p in name.split("+")]
+    if not all(parts):
+        raise UserError(f"scheme {name!r} is malformed: use names joined by '+' (e.g. pmr+ice)")
+    loaded = [_load_part(p) for p in parts]
+    if all(s.modifier for s in loaded):
+        raise UserError(
+            f"scheme {name!r} only modifies another scheme: combine it with one, "
+            f"e.g. original+{loaded[0].name}"
+        )
+    knobs: list[dict] = []
+    seen: dict[str, tuple[str, str]] = {}
+    for s in loaded:
+        for k in s.knobs:
+            value = _expand(k["value"], profile, f"scheme {s.name}")
+            if k["path"] in seen and seen[k["path"]][1] != value:
+                other, v = seen[k["path"]]
+                raise UserError(
+                    f"schemes {other} and {s.name} set {k['path']} to {v} and {value}: "
+                    "they cannot be combined"
+                )
+            seen[k["path"]] = (s.name, value)
+            knobs.append({"path": k["path"], "value": value})
+    policies = sorted({p for s in loaded for p in s.policies})
+    return Scheme(
+        name,
+        " + ".join(s.description for s in loaded),
+        knobs,
+        policies,
+        _united_kthreads(loaded, profile),
+    )
+
+
+def _united_kthreads(loaded: list[Scheme], profile: Profile) -> list[dict]:
+    """The parts' kernel-thread settings; one thread set two ways is refused,
+    and so are CPUs the profile's guest does not have."""
+    united: dict[str, tuple[str, dict]] = {}
+    for s in loaded:
+        for k in s.kthreads:
+            if k["comm"] in united and united[k["comm"]][1] != k:
+                raise UserError(
+                    f"schemes {united[k['comm']][0]} and {s.name} schedule "
+                    f"{k['comm']} differently: they cannot be combined"
+                )
+            bad = [c for c in k.get("cpus", []) if c >= profile.cpus]
+            if bad:
+                raise UserError(
+                    f"scheme {s.name}: {k['comm']} on CPU {bad[0]}, but profile "
+                    f"{profile.name}'s guest has {profile.cpus} CPUs"
+                )
+            united[k["comm"]] = (s.name, k)
+    return [k for _, k in united.values()]
+
+
+def parse_list(text: str, profile: Profile) -> list[Scheme]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise UserError("no schemes given: pass e.g. --schemes original,mglru")
+    if len(set(names)) != len(names):
+        raise UserError(f"scheme list {text!r} names a scheme twice")
+    return [resolve(n, profile) for n in names]

@@ -1,0 +1,130 @@
+"""Build the guest's spec.json: scenario, profile and scheme, scaled to the guest.
+
+This is the only place where phone-scale figures become guest figures; the
+guest runtime does no scaling of its own (docs/guest-interface.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from .profiles import Profile
+from .scenarios import App, BackgroundUse, Scenario
+from .schemes import Scheme
+from .trace_events import run_trace_events
+
+SWAP_SERIAL = "pmrswap"
+DATA_SERIAL = "pmrdata"
+
+# Android lmkd defaults (system/memory/lmkd, ../shared/calibration.md).
+LMKD_DEFAULTS = {
+    "medium_some_ms": 70,
+    "critical_full_ms": 700,
+    "window_ms": 1000,
+    "perceptible_adj": 200,
+    "swap_free_low_percentage": 20,
+    "thrashing_limit": 100,
+    "thrashing_limit_decay": 10,
+    "kill_timeout_ms": 100,
+    "kill_heaviest_task": True,
+    "poll_ms": 10,
+    # lmkd caps "free swap" at (free + inactive file) x this ratio, an
+    # estimate made for zram; the phones here swap to flash, where free swap
+    # is what it says: 0 makes lmkd use SwapFree as is.
+    "swap_compression_ratio": 0,
+}
+RECLAIM_THREADS = ["kswapd", "kshrinkd", "pmr_unmap"]
+
+
+def app_spec(app: App, profile: Profile) -> dict:
+    return {
+        "name": app.name,
+        "processes": app.processes,
+        "anon_mb": profile.scale_mb(app.anon_mb),
+        "file_mb": profile.scale_mb(app.file_mb) if app.file_mb else 0,
+        "launch_fraction": app.launch_fraction,
+        "working_set_fraction": app.working_set_fraction,
+        "init_work_ms": app.init_work_ms,
+        "growth_ms": app.growth_ms,
+        "fg_period_ms": app.fg_period_ms,
+        "fg_churn_mb": profile.scale_mb(app.fg_churn_mb) if app.fg_churn_mb else 0,
+        "bg_touch": None
+        if app.bg_touch is None
+        else {
+            "period_ms": int(app.bg_touch["period_ms"]),
+            "mb": profile.scale_mb(app.bg_touch["mb"]),
+        },
+        "adj_class": app.adj_class,
+        "launch_threads": app.launch_threads,
+        "resume_work_ms": app.resume_work_ms,
+        "peak_anon_mb": None if app.peak_anon_mb is None else profile.scale_mb(app.peak_anon_mb),
+        "fg_growth_mb_per_s": round(app.fg_growth_mb_per_s * profile.scale, 3),
+    }
+
+
+def background_use(use: BackgroundUse | None) -> dict | None:
+    """The runtime's `scenario.background_use` (guest ms: not scaled)."""
+    if use is None:
+        return None
+    return {"every": use.every, "dwell_ms": list(use.dwell_ms), "apps": list(use.apps)}
+
+
+def memory_settings(profile: Profile) -> dict:
+    """The guest's watermark and swappiness sysctls (spec.json `memory`)."""
+    return {**profile.watermarks(), "swappiness": 100}
+
+
+def footprint_mb(spec: dict) -> int:
+    """Guest MB the scenario's apps would use if nothing were reclaimed."""
+    return sum(a["anon_mb"] + a["file_mb"] for a in spec["apps"])
+
+
+def build(
+    *,
+    run_id: str,
+    out_dir: Path,
+    seed: int,
+    scenario: Scenario,
+    profile: Profile,
+    scheme: Scheme,
+    work_iters_per_ms: float,
+    slowdown: int = 1,
+    extra_trace_events: Sequence[str] = (),
+) -> dict:
+    """spec.json for one run; `slowdown` stretches the deadline (debug kernel),
+    `extra_trace_events` are recorded beside the default ones (trace_events.py)."""
+    return {
+        "run_id": run_id,
+        "seed": seed,
+        "out_dir": str(out_dir),
+        "deadline_s": scenario.deadline_s * slowdown,
+        "work_iters_per_ms": work_iters_per_ms,
+        "scheme": {
+            "name": scheme.name,
+            "knobs": scheme.knobs,
+            "policies": scheme.policies,
+            "kthreads": scheme.kthreads,
+        },
+        "memory": memory_settings(profile),
+        "swap": {"serial": SWAP_SERIAL, "zram_mb": 0},
+        "data_disk": {"serial": DATA_SERIAL},
+        "lmkd": dict(LMKD_DEFAULTS),
+        "metrics": {
+            "interval_ms": 100,
+            "reclaim_threads": RECLAIM_THREADS,
+            "trace_events": run_trace_events(extra_trace_events),
+        },
+        "scenario": {
+            "name": scenario.name,
+            "rounds": scenario.rounds,
+            "dwell_ms": list(scenario.dwell_ms),
+            "launch_gap_ms": scenario.launch_gap_ms,
+            "settle_ms": scenario.settle_ms,
+            "foreground": [a.name for a in scenario.foreground],
+            # System processes start first, then the background apps.
+            "background": [a.name for a in scenario.system + scenario.background],
+            "background_use": background_use(scenario.background_use),
+        },
+        "apps": [app_spec(a, profile) for a in scenario.apps],
+    }

@@ -1,0 +1,462 @@
+"""Aggregate a results directory into summary.json.
+
+Input: `campaign.json` (what was run: scheme x rep, setup, each run's status)
+and the run directories it names. Each ok run is parsed by metrics.load_run;
+a run the campaign marks failed, or whose directory is not a usable result,
+goes to `failed_runs` and never into a figure.
+
+Per scheme, every figure is the median over its ok runs (None values, e.g.
+a missing optional file, are left out). With more than one run, `spread`
+holds the min and max beside it, keyed by dotted path ("response_ms.mean").
+The write-size histogram is summed over runs. `reclaim_cpu_total` (the sum
+over thread families, per run) and `reclaim_cpu_us_per_page` (metrics.py) are
+added because the ratios need them.
+The nested per-run groups `switch_kinds`, `settled`, `lru_balance`,
+`swap_fate`, `pmr`, `writeback`, `bulk`, `kswapd_rounds`, `host_cpu` and
+`capacity` are summarised figure by figure
+("writeback.unmap_us_per_page.p50"); `writeback`, `bulk` and
+`kswapd_rounds` are null for a scheme none of whose runs has them (a kernel
+without PMR part 2, or without the kswapd_round tracepoint); `host_cpu` is
+absent when none has host_cpu.csv, `capacity` when none has spec.json.
+
+`by_rep` lists a few figures of each repetition (`BY_REP`, rep number
+first): how it settled after lmkd's last kill (settled_state.py) decides much
+of the rest, and medians hide which repetitions settled how.
+
+`ratios[scheme]` compares each scheme with "original": the ratio of the
+scheme's median to original's median (the reclaim CPU and the swap out
+also until lmkd's last kill, `settled.until_last_kill`: over the kills,
+before the runs part ways on how many apps they keep) (None where
+original's median is 0 or
+missing), and in `ratios[scheme]["spread"]` the min and max of the per-run
+ratios over reps that both schemes completed (rep i against rep i), and
+their median, given when there are at least two such pairs; in
+`ratios[scheme]["p_value"]` how likely the difference of the two schemes'
+repetitions is chance (significance.py; None under 3 repetitions each).
+
+`fitting` compares the schemes again over the repetitions whose survivors
+fit (fitting_runs.py): a second view, beside the figures over all runs.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..analysis.fitting_runs import fitting_summary
+from ..analysis.metrics import RunError, RunMetrics, load_run
+from ..analysis.significance import permutation_p
+from ..errors import UserError
+
+BASELINE = "original"
+FigPath = tuple[str, ...]
+# figures that every scheme with ok runs has as numbers
+NUMBERS = ("kills", "allocstall", "pgmajfault", "pswpout_mb", "cold_launches", "hot_launches")
+# ... and nested ones
+NESTED_NUMBERS = ("memory_stall_s.some", "memory_stall_s.full")
+# figures that may be None (no switches, no swap writes, no optional file)
+NULLABLE = (
+    "response_ms.mean",
+    "response_ms.p50",
+    "response_ms.p95",
+    "reclaim_mbps.mean",
+    "reclaim_mbps.peak",
+    "swap_write_kb.mean",
+    "reclaim_cpu_total",
+    "reclaim_cpu_us_per_page",
+    "swap_writes_per_anon_freed",
+    "anon_growth_peak_mbps",
+)
+RATIO_FIGURES = (
+    "response_ms.mean",
+    "reclaim_mbps.peak",
+    "kills",
+    "allocstall",
+    "memory_stall_s.some",
+    "reclaim_cpu_total",
+    "reclaim_cpu_us_per_page",
+    "pswpout_mb",
+    "settled.until_last_kill.reclaim_cpu_s",
+    "settled.until_last_kill.pswpout_mb",
+)
+# per-run groups of figures, possibly nested, None where a run has none
+NESTED = (
+    "switch_kinds",
+    "settled",
+    "lru_balance",
+    "swap_fate",
+    "pmr",
+    "writeback",
+    "bulk",
+    "kswapd_rounds",
+    "host_cpu",
+    "capacity",
+)
+# the figures `by_rep` lists for each repetition of a scheme
+BY_REP = (
+    "kills",
+    "memory_stall_s.some",
+    "settled.last_kill_s",
+    "settled.file_refaults_per_s",
+    "settled.swap_free_mb_min",
+    "settled.swap_full_s",
+    "lru_balance.file_activated_share",
+    "response_ms.mean",
+    "switch_kinds.cold.mean_ms",
+    "switch_kinds.cold.cost.runq_ms",
+    "allocstall",
+    "reclaim_cpu_total",
+    "reclaim_cpu_us_per_page",
+    "settled.after_last_kill.reclaim_cpu_s",
+    "pswpout_mb",
+    "settled.after_last_kill.pswpout_mb",
+    "settled.lmkd.events",
+    "settled.lmkd.evaluated",
+    "settled.lmkd.events_after",
+    "settled.lmkd.wakeups_after",
+    "settled.lmkd.evaluated_after",
+    "settled.lmkd.swap_low",
+    "settled.lmkd.under_low_wmark",
+    "settled.lmkd.swap_low_under_low_wmark",
+    "settled.lmkd.thrashing_max",
+    "settled.lmkd.kill_reasons_without_victim",
+)
+# groups that every scheme with ok runs has, as an object or null
+OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds")
+TOP_LEVEL = (
+    "scenario",
+    "profile",
+    "dilation",
+    "kernel",
+    "qemu",
+    "guest",
+    "reps",
+    "seed",
+    "schemes",
+    "failed_runs",
+    "ratios",
+    "warnings",
+)
+
+
+@dataclass
+class Run:
+    """One ok run of a scheme."""
+
+    rep: int
+    metrics: RunMetrics
+
+
+def load_campaign(results_dir: Path) -> dict:
+    path = results_dir / "campaign.json"
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path} not found: {results_dir} is not a results directory") from None
+
+
+def load_runs(results_dir: Path, campaign: dict) -> tuple[dict[str, list[Run]], list[dict]]:
+    """The ok runs of each scheme (in campaign order) and the failed runs."""
+    ok: dict[str, list[Run]] = {s: [] for s in campaign["schemes"]}
+    failed: list[dict] = []
+    for entry in campaign["runs"]:
+        if entry["scheme"] not in ok:
+            raise UserError(
+                f"campaign.json: run {entry['dir']} has scheme "
+                f"{entry['scheme']!r}, which is not in its scheme list"
+            )
+        failure = {"scheme": entry["scheme"], "rep": entry["rep"], "error": entry.get("error")}
+        if entry["status"] != "ok":
+            failed.append(failure)
+            continue
+        try:
+            ok[entry["scheme"]].append(Run(entry["rep"], load_run(results_dir / entry["dir"])))
+        except RunError as e:
+            failed.append(failure | {"error": str(e)})
+    return ok, failed
+
+
+def run_figures(m: RunMetrics) -> dict[FigPath, float | None]:
+    """The scalar figures of one run, keyed by path in the summary schema."""
+    fig: dict[FigPath, float | None] = {}
+    for group in ("response_ms", "reclaim_mbps", "memory_stall_s"):
+        fig |= {(group, k): v for k, v in getattr(m, group).items()}
+    fig |= {(name,): getattr(m, name) for name in NUMBERS}
+    fig[("reclaim_cpu_total",)] = m.reclaim_cpu_total
+    fig[("reclaim_cpu_us_per_page",)] = m.reclaim_cpu_us_per_page
+    fig[("swap_writes_per_anon_freed",)] = m.swap_writes_per_anon_freed
+    fig[("anon_growth_peak_mbps",)] = m.anon_growth_peak_mbps
+    fig |= {("reclaim_cpu_s", t): s for t, s in (m.reclaim_cpu_s or {}).items()}
+    fig[("swap_write_kb", "mean")] = m.swap_write_kb["mean"] if m.swap_write_kb else None
+    fig |= {("response_by_app", app): v for app, v in m.response_by_app.items()}
+    fig |= {("kills_by_reason", reason): n for reason, n in m.kills_by_reason.items()}
+    for group in NESTED:
+        fig |= _flatten((group,), getattr(m, group))
+    return fig
+
+
+def _flatten(prefix: FigPath, tree: dict | None) -> dict[FigPath, float | None]:
+    """{"a": {"b": 1}, "c": 2} under prefix p -> {(p, "a", "b"): 1, (p, "c"): 2}."""
+    flat: dict[FigPath, float | None] = {}
+    for key, value in (tree or {}).items():
+        if isinstance(value, dict):
+            flat |= _flatten((*prefix, key), value)
+        else:
+            flat[(*prefix, key)] = value
+    return flat
+
+
+def _median(values: list[float | None]) -> float | None:
+    """Median of the values that are not None; an int when counts have a whole median."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    median = statistics.median(present)
+    whole_counts = all(isinstance(v, int) for v in present) and median == int(median)
+    return int(median) if whole_counts else median
+
+
+def _set(tree: dict, path: FigPath, value) -> None:
+    for key in path[:-1]:
+        tree = tree.setdefault(key, {})
+    tree[path[-1]] = value
+
+
+def get_path(tree: dict, dotted: str):
+    """tree["a"]["b"] for "a.b", or None where a key is missing."""
+    for key in dotted.split("."):
+        if not isinstance(tree, dict) or key not in tree:
+            return None
+        tree = tree[key]
+    return tree
+
+
+def summed_hist(runs: list[Run]) -> dict[str, int] | None:
+    hists = [r.metrics.swap_write_kb["hist"] for r in runs if r.metrics.swap_write_kb]
+    if not hists:
+        return None
+    total: dict[str, int] = {}
+    for hist in hists:
+        for size, count in hist.items():
+            total[size] = total.get(size, 0) + count
+    return dict(sorted(total.items(), key=lambda kv: float(kv[0])))
+
+
+def scheme_entry(runs: list[Run]) -> dict:
+    """Medians (and spread when runs > 1) of one scheme's ok runs."""
+    entry: dict = {"runs": len(runs)}
+    if not runs:
+        return entry
+    per_run = [run_figures(r.metrics) for r in runs]
+    paths = list(dict.fromkeys(p for fig in per_run for p in fig))
+    spread: dict[str, dict] = {}
+    for path in paths:
+        # a run without kills for a reason had 0 of them
+        missing = 0 if path[0] == "kills_by_reason" else None
+        values = [fig.get(path, missing) for fig in per_run]
+        _set(entry, path, _median(values))
+        present = [v for v in values if v is not None]
+        if len(runs) > 1 and present:
+            spread[".".join(path)] = {"min": min(present), "max": max(present)}
+    entry.setdefault("reclaim_cpu_s", None)
+    for group in OPTIONAL_GROUPS:
+        entry.setdefault(group, None)
+    entry["swap_write_kb"]["hist"] = summed_hist(runs)
+    entry["by_rep"] = [
+        {"rep": r.rep, **{d: fig.get(tuple(d.split("."))) for d in BY_REP}}
+        for r, fig in zip(runs, per_run)
+    ]
+    if spread:
+        entry["spread"] = spread
+    return entry
+
+
+def _ratio(num: float | None, den: float | None) -> float | None:
+    return None if num is None or not den else num / den
+
+
+def scheme_ratios(entry: dict, base_entry: dict, runs: list[Run], base_runs: list[Run]) -> dict:
+    """Ratios of one scheme's figures to the baseline's (see module docstring)."""
+    figures = [run_figures(r.metrics) for r in runs]
+    base_figures = [run_figures(r.metrics) for r in base_runs]
+    base_by_rep = {r.rep: f for r, f in zip(base_runs, base_figures)}
+    pairs = [(f, base_by_rep[r.rep]) for r, f in zip(runs, figures) if r.rep in base_by_rep]
+    ratios: dict = {}
+    spread: dict[str, dict] = {}
+    p_value: dict[str, float | None] = {}
+    for dotted in RATIO_FIGURES:
+        ratios[dotted] = _ratio(get_path(entry, dotted), get_path(base_entry, dotted))
+        path = tuple(dotted.split("."))
+        per_pair = [
+            r for r in (_ratio(f.get(path), b.get(path)) for f, b in pairs) if r is not None
+        ]
+        if len(per_pair) >= 2:
+            spread[dotted] = {
+                "min": min(per_pair),
+                "max": max(per_pair),
+                "median": statistics.median(per_pair),
+                "pairs": len(per_pair),
+            }
+        p_value[dotted] = permutation_p(
+            [v for f in figures if (v := f.get(path)) is not None],
+            [v for f in base_figures if (v := f.get(path)) is not None],
+        )
+    ratios["spread"] = spread
+    ratios["p_value"] = p_value
+    return ratios
+
+
+def run_warnings(
+    ok: dict[str, list[Run]], failed: list[dict], reps: int, extra_trace_events: Sequence[str] = ()
+) -> list[str]:
+    """What the report warns of: schemes short of runs, runs short of files or
+    of trace events, among them the events `pmrtb run --trace-event` asked
+    for that the kernel lacks."""
+    warnings = []
+    for scheme, runs in ok.items():
+        n_failed = sum(1 for f in failed if f["scheme"] == scheme)
+        if not runs:
+            warnings.append(f"{scheme}: no ok runs ({n_failed} failed): no figures")
+        elif len(runs) < reps:
+            warnings.append(f"{scheme}: only {len(runs)} of {reps} runs ok")
+        for r in runs:
+            if r.metrics.missing:
+                warnings.append(f"{scheme} rep {r.rep}: missing {', '.join(r.metrics.missing)}")
+            if r.metrics.trace_overrun:
+                warnings.append(
+                    f"{scheme} rep {r.rep}: the trace lost {r.metrics.trace_overrun}"
+                    " events (ring buffer overrun)"
+                )
+            if lacking := [e for e in extra_trace_events if e in r.metrics.trace_missing]:
+                warnings.append(
+                    f"{scheme} rep {r.rep}: the kernel has no {', '.join(lacking)}"
+                    " (--trace-event): not recorded"
+                )
+    return warnings
+
+
+def summarize(campaign: dict, ok: dict[str, list[Run]], failed: list[dict]) -> dict:
+    schemes = {name: scheme_entry(runs) for name, runs in ok.items()}
+    ratios = {}
+    if ok.get(BASELINE):
+        ratios = {
+            name: scheme_ratios(schemes[name], schemes[BASELINE], runs, ok[BASELINE])
+            for name, runs in ok.items()
+            if name != BASELINE and runs
+        }
+    kernel = campaign["kernel"]
+    return {
+        "scenario": campaign["scenario"],
+        "profile": campaign["profile"],
+        "dilation": campaign["dilation"],
+        "kernel": {
+            "version": kernel["version"],
+            "series": kernel["series"],
+            "flavour": kernel.get("flavour"),
+        },
+        "qemu": campaign["qemu"],
+        "swap_bandwidth": campaign.get("swap_bandwidth"),  # swap_bandwidth.py; None before it ran
+        "guest": campaign["guest"],
+        "reps": campaign["reps"],
+        "seed": campaign["seed"],
+        "schemes": schemes,
+        "failed_runs": failed,
+        "ratios": ratios,
+        "fitting": fitting_summary(
+            {name: [(r.rep, run_figures(r.metrics)) for r in runs] for name, runs in ok.items()},
+            BASELINE,
+        ),
+        "warnings": run_warnings(
+            ok, failed, campaign["reps"], campaign.get("extra_trace_events", [])
+        ),
+    }
+
+
+def build_summary(results_dir: Path) -> tuple[dict, dict[str, list[Run]]]:
+    """The summary of a results directory, and the ok runs it was built from."""
+    campaign = load_campaign(results_dir)
+    ok, failed = load_runs(results_dir, campaign)
+    return summarize(campaign, ok, failed), ok
+
+
+def save_summary(results_dir: Path, summary: dict) -> None:
+    (results_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def write_summary(results_dir: Path) -> dict:
+    """Write summary.json from campaign.json and the runs; return it."""
+    summary, _ = build_summary(results_dir)
+    save_summary(results_dir, summary)
+    return summary
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _scheme_problems(name: str, entry) -> list[str]:
+    where = f"schemes.{name}"
+    if not isinstance(entry, dict) or not _is_number(entry.get("runs")):
+        return [f"{where}.runs: missing or not a number"]
+    if entry["runs"] == 0:
+        extra = sorted(set(entry) - {"runs"})
+        return [f"{where}: no ok runs but has figures {extra}"] if extra else []
+    problems = [
+        f"{where}.{k}: missing or not a number"
+        for k in (*NUMBERS, *NESTED_NUMBERS)
+        if not _is_number(get_path(entry, k))
+    ]
+    for dotted in NULLABLE:
+        parent, _, key = dotted.rpartition(".")
+        container = get_path(entry, parent) if parent else entry
+        if not isinstance(container, dict) or key not in container:
+            problems.append(f"{where}.{dotted}: missing")
+        elif container[key] is not None and not _is_number(container[key]):
+            problems.append(f"{where}.{dotted}: not a number")
+    for key in ("reclaim_cpu_s", "swap_write_kb.hist", *OPTIONAL_GROUPS):
+        if not isinstance(get_path(entry, key), (dict, type(None))):
+            problems.append(f"{where}.{key}: not an object or null")
+    problems += [f"{where}.{key}: missing" for key in OPTIONAL_GROUPS if key not in entry]
+    by_rep = entry.get("by_rep")
+    if (
+        not isinstance(by_rep, list)
+        or len(by_rep) != entry["runs"]
+        or not all(isinstance(row, dict) and _is_number(row.get("rep")) for row in by_rep)
+    ):
+        problems.append(f"{where}.by_rep: needs one object with a rep number per run")
+    for dotted, mm in entry.get("spread", {}).items():
+        if not (_is_number(mm.get("min")) and _is_number(mm.get("max")) and mm["min"] <= mm["max"]):
+            problems.append(f"{where}.spread.{dotted}: needs numbers min <= max")
+    return problems
+
+
+def validate_summary(d: dict) -> list[str]:
+    """Schema problems of a summary dict; an empty list means it is valid."""
+    problems = [f"{k}: missing" for k in TOP_LEVEL if k not in d]
+    kernel = d.get("kernel")
+    if not isinstance(kernel, dict) or not {"version", "series"} <= set(kernel):
+        problems.append("kernel: needs version and series")
+    schemes = d.get("schemes")
+    if not isinstance(schemes, dict):
+        return problems + ["schemes: not an object"]
+    for name, entry in schemes.items():
+        problems += _scheme_problems(name, entry)
+    for f in d.get("failed_runs", []):
+        if not {"scheme", "rep", "error"} <= set(f):
+            problems.append(f"failed_runs: entry {f} needs scheme, rep and error")
+    if "fitting" in d and not (
+        isinstance(d["fitting"], dict)  # absent before it
+        and isinstance(d["fitting"].get("schemes"), dict)
+    ):
+        problems.append("fitting: needs an object with schemes")
+    for name, ratios in d.get("ratios", {}).items():
+        if name not in schemes or name == BASELINE:
+            problems.append(f"ratios.{name}: not a compared scheme")
+        problems += [f"ratios.{name}.{k}: missing" for k in RATIO_FIGURES if k not in ratios]
+        for k, p in ratios.get("p_value", {}).items():
+            if p is not None and not (_is_number(p) and 0 <= p <= 1):
+                problems.append(f"ratios.{name}.p_value.{k}: needs null or a number in [0, 1]")
+    return problems

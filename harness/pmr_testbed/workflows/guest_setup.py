@@ -1,0 +1,138 @@
+"""What every command that boots the guest for a workload shares: the host
+checks, the kernel, the accelerator, the time dilation, the guest's reclaim
+ceiling and the QEMU limits it implies (the swap disk throttled like the
+profile's flash), and pmr-guest's
+setup errors (exit status 2) turned into one line for the user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paths
+from ..config import profiles, spec
+from ..config.profiles import Profile
+from ..errors import UserError
+from ..guest import dilation as dilation_mod
+from ..guest import kernel, vm
+from . import max_rate
+
+# Guest-side exit status of pmr-guest for a setup error (bad spec, too little
+# memory): the user's input is wrong, not the kernel.
+GUEST_SETUP_ERROR = 2
+# Time for the guest to boot and shut down, on top of the workload's deadline.
+BOOT_SLACK_S = 120
+
+
+def check_host_memory(ram_mb: int) -> None:
+    avail_kb = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            avail_kb = int(line.split()[1])
+    if avail_kb and avail_kb // 1024 < ram_mb + 512:
+        raise UserError(
+            f"the host has {avail_kb // 1024} MB available, the guest needs "
+            f"{ram_mb} MB: close other programs or pick a smaller profile"
+        )
+
+
+def newer_runtime_source() -> Path | None:
+    """A source of pmr-guest newer than its binary, if any: the guests would
+    run an older runtime than the tree's."""
+    runtime = paths.RUNTIME_DIR
+    built = paths.RUNTIME_BIN.stat().st_mtime
+    sources = [p for p in (runtime / "src").rglob("*.rs") if p.is_file()]  # not a dangling link
+    return max(
+        (p for p in sources if p.stat().st_mtime > built),
+        key=lambda p: p.stat().st_mtime,
+        default=None,
+    )
+
+
+def check_host(profile: Profile) -> None:
+    """QEMU, vng, an up-to-date runtime binary and enough host memory for
+    the guest."""
+    vm.check_host_tools()
+    if not paths.RUNTIME_BIN.exists():
+        raise UserError(f"{paths.RUNTIME_BIN} is not built: run `make setup`")
+    if newer := newer_runtime_source():
+        raise UserError(
+            f"{paths.RUNTIME_BIN} is older than {newer}: run `make setup` to rebuild it"
+        )
+    check_host_memory(profile.guest_ram_mb)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The kernel and the QEMU settings every guest of a command boots with."""
+
+    image: kernel.KernelImage
+    accel: str
+    dilation: dilation_mod.Dilation
+    # the original kernel's peak reclaim with an unthrottled disk (max_rate.ceiling)
+    reclaim_ceiling: dict
+    limits: dict  # QEMU throttling of the swap disk (profile.qemu_limits)
+    runtime: Path  # the pmr-guest the guests run (paths.guest_runtime)
+
+    def flash_calibration(self, profile: Profile) -> dict:
+        """How the swap disk's limits were derived, for campaign.json."""
+        ceiling = self.reclaim_ceiling["reclaim_peak_mbps"]
+        return {
+            "reclaim_ceiling_mbps": ceiling,
+            "phone_peak_reclaim_mbps": profile.peak_reclaim_mbps,
+            "flash_scale": round(profile.flash_scale(ceiling), 4),
+            "ceiling_boots": self.reclaim_ceiling.get("boots", []),
+        }
+
+
+def prepare(
+    profile: Profile, flavour: str, work_dir: Path, progress: Callable[[str], None]
+) -> Machine:
+    """Build (or reuse) the kernel, pick the accelerator, measure the dilation
+    and the reclaim ceiling (both cached per host)."""
+    progress(f"kernel ({flavour})")
+    image = kernel.build(flavour)
+    accel = vm.detect_accel(image.bzimage)
+    progress(f"time dilation ({accel})")
+    dil = dilation_mod.measure(
+        image.bzimage,
+        image.version,
+        accel,
+        cpus=profile.cpus,
+        work_dir=work_dir,
+        append=kernel.BOOT_ARGS[flavour],
+    )
+    progress(f"reclaim ceiling ({accel})")
+    ceiling = max_rate.ceiling(image, accel, work_dir)
+    return Machine(
+        image,
+        accel,
+        dil,
+        ceiling,
+        profile.qemu_limits(ceiling["reclaim_peak_mbps"]),
+        paths.guest_runtime(),
+    )
+
+
+def swap_disk(
+    profile: Profile, limits: dict, disk_dir: Path, size_mb: int | None = None
+) -> vm.Disk:
+    """The swap disk, throttled like the profile's flash; the profile's swap
+    size unless `size_mb` says otherwise."""
+    return vm.Disk(
+        disk_dir / "swap.img",
+        spec.SWAP_SERIAL,
+        size_mb or profile.guest_swap_mb,
+        profiles.swap_throttle(limits),
+    )
+
+
+def setup_error(console: str, where: str) -> UserError:
+    """The guest's `pmr-guest: error: ...` line as a UserError."""
+    line = next(
+        (ln for ln in console.splitlines() if "pmr-guest: error:" in ln),
+        "pmr-guest: error: (no message)",
+    )
+    return UserError(line.split("pmr-guest: error: ", 1)[1] + f" [{where}]")

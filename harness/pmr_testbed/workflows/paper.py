@@ -1,0 +1,98 @@
+"""`pmrtb paper`'s run: every campaign of a plan (config/paper.py) not
+finished yet, continued or moved aside as its resume rules say, then each
+campaign's report and the combined one (report/paper_report.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config.paper import SCENARIO, CampaignSpec, PaperPlan, recorded_runs, statuses
+from ..report import paper_report
+from . import campaign
+
+Progress = Callable[[str, bool], None]
+RunCampaign = Callable[[campaign.CampaignRequest, Progress], dict]
+
+
+def request(
+    spec: CampaignSpec, out: Path, seed: int, resume: bool = False
+) -> campaign.CampaignRequest:
+    """What `pmrtb run` would be asked for campaign `spec` of the plan."""
+    return campaign.CampaignRequest(
+        SCENARIO,
+        spec.profile,
+        ",".join(spec.schemes),
+        spec.reps,
+        seed,
+        out / spec.name,
+        rounds=spec.rounds,
+        swap_bandwidth=spec.swap_bandwidth,
+        max_rate=spec.max_rate,
+        resume=resume,
+    )
+
+
+def move_aside(d: Path) -> Path:
+    """Rename a cut-off campaign directory to `<name>.incomplete-<n>`."""
+    n = 1
+    while (target := d.with_name(f"{d.name}.incomplete-{n}")).exists():
+        n += 1
+    d.rename(target)
+    return target
+
+
+def run_campaign(req: campaign.CampaignRequest, progress: Progress) -> dict:
+    """campaign.plan + campaign.run: what `pmrtb run` does for one campaign."""
+    return campaign.run(campaign.plan(req), progress)
+
+
+@dataclass
+class PaperResult:
+    markdown: Path
+    ran: list[str]
+    skipped: list[str]
+    moved: dict[str, Path]
+    failed_runs: int
+
+
+def run(
+    p: PaperPlan,
+    progress: Progress,
+    *,
+    runner: RunCampaign | None = None,
+    say: Callable[[str], None] = print,
+) -> PaperResult:
+    """Run every campaign not finished yet, then (re)write each campaign's
+    report and the combined one. `runner` runs one campaign (default
+    run_campaign; tests fake it)."""
+    runner = runner or run_campaign
+    state = statuses(p)
+    p.out.mkdir(parents=True, exist_ok=True)
+    ran, skipped, moved = [], [], {}
+    for spec in p.campaigns:
+        d = p.out / spec.name
+        if state[spec.name] == "finished":
+            skipped.append(spec.name)
+            say(f"{spec.name}: finished earlier, skipped")
+            continue
+        say(f"{spec.name}: {spec.profile}, {', '.join(spec.schemes)}")
+        if state[spec.name] == "partial":
+            say(
+                f"{spec.name}: cut off earlier, continued "
+                f"({recorded_runs(p, spec)} of {spec.runs} runs done)"
+            )
+            try:
+                runner(request(spec, p.out, p.seed, resume=True), progress)
+                ran.append(spec.name)
+                continue
+            except campaign.SetupChanged as exc:
+                moved[spec.name] = move_aside(d)
+                say(f"{spec.name}: {exc}; moved to {moved[spec.name]} and run again")
+        runner(request(spec, p.out, p.seed), progress)
+        ran.append(spec.name)
+    collected = paper_report.collect(p)
+    md = paper_report.write(p, collected)
+    failed = sum(len(c.summary["failed_runs"]) for c in collected.values() if c.summary)
+    return PaperResult(md, ran, skipped, moved, failed)
