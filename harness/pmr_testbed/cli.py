@@ -2,8 +2,10 @@
 
 pmrtb build-kernel [--flavour testbed|debug]
 pmrtb run --scenario paper --profile pixel6pro --schemes original,mglru --reps 3
+          [--kernel NAME=BZIMAGE]...
 pmrtb report results/<dir>
 pmrtb regime DIR
+pmrtb compare DIR... [--figure PATH]... [--schemes A,B] [--base LABEL]
 pmrtb paper --out DIR [--quick | --thorough] [--reps N] [--seed S]
 pmrtb reliability --profile pixel5 --scheme original [--toggle PATH=V1,V2,...]
                   [--swap-full] [--swap-write-errors]
@@ -75,6 +77,13 @@ def run(
         "its campaign.json recorded, run the rest (same "
         "options, same machine setup)",
     ),
+    kernel_image: list[str] = typer.Option(
+        [],
+        "--kernel",
+        help="NAME=PATH: run the schemes on this bzImage too, as columns `scheme:NAME`, "
+        "interleaved with the other kernels' (instead of the testbed kernel); repeatable. "
+        "Compare them with `pmrtb compare`",
+    ),
     trace_event: list[str] = typer.Option(
         [],
         help="also record this tracepoint (GROUP/NAME, e.g. "
@@ -100,9 +109,10 @@ def run(
         perf_hz=perf_hz,
         resume=resume,
         trace_events=tuple(trace_event),
+        kernels=campaign.parse_kernels(kernel_image),
     )
     plan = campaign.plan(req)
-    with _runs_progress(reps * len(plan.schemes)) as (progress, _):
+    with _runs_progress(reps * len(plan.variants)) as (progress, _):
         result = campaign.run(plan, progress)
     _finish(out, result)
 
@@ -178,6 +188,32 @@ def report_cmd(results: Path = typer.Argument(..., help="a results directory")) 
     typer.echo(f"report: {_write_report(results)}")
 
 
+@app.command("compare")
+def compare_cmd(
+    results: list[Path] = typer.Argument(
+        ..., help="results directories (`pmrtb run` outputs or campaigns of a `pmrtb paper` one)"
+    ),
+    figure: list[str] = typer.Option(
+        [],
+        help="a figure, as a dotted path of a run's figures (response_ms.p95, "
+        "reclaim_cpu_s.kswapd, ...); repeatable; default: the summary's ratio figures",
+    ),
+    schemes: str = typer.Option(None, help="only these schemes, comma-separated"),
+    base: str = typer.Option(
+        None, help="the column the others are set against (default: the first)"
+    ),
+) -> None:
+    """Figures of campaigns side by side: medians, ratios, paired ratios and p-values."""
+    from .report import compare  # scipy and matplotlib: only when comparing
+
+    cols = compare.columns(results, schemes.split(",") if schemes else None)
+    base_index = compare.pick_base(cols, base)
+    compare.check_figures(cols, figure)
+    figures = figure or list(compare.DEFAULT_FIGURES)
+    table = compare.compare(cols, figures, base_index)
+    typer.echo("\n".join(compare.markdown(cols, table, base_index)))
+
+
 @app.command("regime")
 def regime_cmd(
     results: Path = typer.Argument(
@@ -226,7 +262,8 @@ def paper(
     quick: bool = typer.Option(
         False,
         "--quick",
-        help="~20 min: 1 rep; main (original, pmr) at 3 rounds, the rest at 1; no sweeps",
+        help=f"~20 min: 1 rep; main (original, pmr) at {paper_mod.QUICK_MAIN_ROUNDS} rounds, "
+        "the rest at 1; no sweeps",
     ),
     thorough: bool = typer.Option(
         False,

@@ -544,3 +544,11 @@ def ramp(mb_per_s: list[float]) -> list[int]:
         for _ in range(10):
             cumulative.append(cumulative[-1] + int(rate * (2**20 // 512) / 10))
     return cumulative
+
+
+def fake_bzimage(path: Path, payload: bytes = b"") -> Path:
+    """A file with an x86 boot image's setup header magic where the kernel
+    looks for it (kernel.check_bzimage), `payload` after it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\0" * 0x202 + b"HdrS" + payload)
+    return path

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from fakerun import fake_bzimage
 from pmr_testbed.errors import UserError
 from pmr_testbed.workflows import campaign, guest_setup
 
@@ -30,11 +31,12 @@ def _machine(factor: float = 9.0):
 def fake_guest(monkeypatch):
     """Fake runs: each makes its directory; `cut_at` names the run the host
     stops in, after its directory was made."""
-    state = SimpleNamespace(machine=_machine(), ran=[], cut_at=None, fail_at=None)
+    state = SimpleNamespace(machine=_machine(), ran=[], cut_at=None, fail_at=None, images={})
     monkeypatch.setattr(guest_setup, "check_host", lambda profile: None)
     monkeypatch.setattr(guest_setup, "prepare", lambda *a, **k: state.machine)
 
-    def one_run(req, run_id, *args):
+    def one_run(req, run_id, scenario, profile, column, machine):
+        state.images[run_id] = column.bzimage
         (req.out / "runs" / run_id).mkdir(parents=True)
         if run_id == state.cut_at:
             raise CutOff(run_id)
@@ -48,7 +50,7 @@ def fake_guest(monkeypatch):
     return state
 
 
-def _request(out, resume=False, trace_events=()):
+def _request(out, resume=False, trace_events=(), kernels=(), perf_hz=0):
     return campaign.CampaignRequest(
         "smoke",
         "pixel5",
@@ -60,11 +62,15 @@ def _request(out, resume=False, trace_events=()):
         max_rate=False,
         resume=resume,
         trace_events=trace_events,
+        kernels=kernels,
+        perf_hz=perf_hz,
     )
 
 
-def _run(out, resume=False, trace_events=()):
-    return campaign.run(campaign.plan(_request(out, resume, trace_events)), lambda msg, done: None)
+def _run(out, resume=False, trace_events=(), kernels=()):
+    return campaign.run(
+        campaign.plan(_request(out, resume, trace_events, kernels)), lambda msg, done: None
+    )
 
 
 def test_a_cut_off_campaign_keeps_its_runs_and_runs_the_others(tmp_path, fake_guest):
@@ -193,3 +199,77 @@ def test_a_bad_trace_event_is_refused_before_anything_runs(tmp_path, fake_guest)
     with pytest.raises(UserError, match="give a tracepoint as GROUP/NAME"):
         campaign.plan(_request(tmp_path / "c", trace_events=("mm_vmscan_lru_isolate",)))
     assert fake_guest.ran == [] and not (tmp_path / "c").exists()
+
+
+def test_named_kernels_run_every_scheme_interleaved(tmp_path, fake_guest):
+    base = fake_bzimage(tmp_path / "base" / "bzImage", b"base")
+    v2 = fake_bzimage(tmp_path / "v2" / "bzImage", b"v2")
+    kernels = campaign.parse_kernels([f"base={base}", f"v2={v2}"])
+    result = _run(tmp_path / "c", kernels=kernels)
+    assert result["schemes"] == ["original:base", "pmr:base", "original:v2", "pmr:v2"]
+    assert fake_guest.ran == [
+        "original_base-r1",
+        "pmr_base-r1",
+        "original_v2-r1",
+        "pmr_v2-r1",
+        "original_base-r2",
+        "pmr_base-r2",
+        "original_v2-r2",
+        "pmr_v2-r2",
+    ]
+    assert fake_guest.images["pmr_v2-r2"] == v2.resolve()
+    assert fake_guest.images["original_base-r1"] == base.resolve()
+    first = result["runs"][0]
+    assert (first["scheme"], first["kernel"], first["dir"]) == (
+        "original:base",
+        "base",
+        "runs/original_base-r1",
+    )
+    assert set(result["kernels"]) == {"base", "v2"}
+    assert result["kernels"]["v2"]["path"] == str(v2.resolve())
+    assert len(result["kernels"]["v2"]["sha256"]) == 64
+
+
+def test_without_named_kernels_the_testbed_kernel_runs(tmp_path, fake_guest):
+    result = _run(tmp_path / "c")
+    assert "kernels" not in result and "kernel" not in result["runs"][0]
+    assert set(fake_guest.images.values()) == {None}  # campaign._one_run boots the testbed's
+
+
+def test_a_named_kernel_rebuilt_since_is_not_continued(tmp_path, fake_guest):
+    image = fake_bzimage(tmp_path / "v2" / "bzImage", b"one")
+    kernels = campaign.parse_kernels([f"v2={image}"])
+    fake_guest.cut_at = "pmr_v2-r1"
+    with pytest.raises(CutOff):
+        _run(tmp_path / "c", kernels=kernels)
+    fake_bzimage(image, b"two")
+    fake_guest.cut_at = None
+    with pytest.raises(campaign.SetupChanged, match="another set of --kernel images"):
+        _run(tmp_path / "c", resume=True, kernels=kernels)
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (["v2"], "give NAME=PATH"),
+        (["=x"], "give NAME=PATH"),
+        (["v 2=x"], "give NAME=PATH"),
+        (["v2="], "give NAME=PATH"),
+        (["v2=/nonexistent/bzImage"], "no such kernel image"),
+        (["v2={readme}"], "not an x86 kernel image"),
+        (["v2={image}", "v2={image}"], "--kernel v2: given twice"),
+    ],
+)
+def test_bad_kernel_options_are_refused(tmp_path, given, message):
+    image = fake_bzimage(tmp_path / "bzImage")
+    readme = tmp_path / "README"
+    readme.write_text("not a kernel\n" * 100)
+    specs = [g.format(image=image, readme=readme) for g in given]
+    with pytest.raises(UserError, match=message):
+        campaign.parse_kernels(specs)
+
+
+def test_perf_needs_the_testbed_kernel(tmp_path, fake_guest):
+    kernels = campaign.parse_kernels([f"v2={fake_bzimage(tmp_path / 'bzImage')}"])
+    with pytest.raises(UserError, match="--perf-hz reads the testbed kernel's vmlinux"):
+        campaign.plan(_request(tmp_path / "c", kernels=kernels, perf_hz=99))

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from fakerun import kill, write_campaign, write_run
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -82,6 +84,23 @@ def pmrtb(*args, cwd=ROOT):
             ["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr", "--flavour", "fast"],
             "unknown kernel flavour 'fast': use one of testbed, debug",
         ),
+        (
+            ["--scenario", "smoke", "--profile", "pixel5", "--schemes", "pmr", "--kernel", "v2"],
+            "--kernel 'v2': give NAME=PATH",
+        ),
+        (
+            [
+                "--scenario",
+                "smoke",
+                "--profile",
+                "pixel5",
+                "--schemes",
+                "pmr",
+                "--kernel",
+                "v2=/nonexistent/bzImage",
+            ],
+            "--kernel v2=/nonexistent/bzImage: no such kernel image",
+        ),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path, args, message):
@@ -145,3 +164,35 @@ def test_resume_needs_out():
     )
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert res.returncode == 2 and len(lines) == 1 and "--resume needs --out" in lines[0]
+
+
+def _two_scheme_campaign(d: Path) -> Path:
+    runs = []
+    for scheme, kills in (("original", 4), ("pmr", 1)):
+        write_run(d / "runs" / f"{scheme}-r1", kills=[kill("maps", "low_swap")] * kills)
+        runs.append({"scheme": scheme, "rep": 1, "status": "ok"})
+    return write_campaign(d, ["original", "pmr"], runs, reps=1)
+
+
+def test_compare_prints_the_schemes_side_by_side(tmp_path):
+    d = _two_scheme_campaign(tmp_path / "c")
+    res = pmrtb("compare", str(d), "--figure", "kills", "--figure", "allocstall")
+    assert res.returncode == 0, res.stderr
+    assert "| figure | original (base) | pmr |" in res.stdout
+    assert "| `kills` | 4 | 1 (×0.25) |" in res.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--figure", "kils"], "figure kils: no run has it"),
+        (["--base", "mglru"], "--base mglru: no such column"),
+        (["--schemes", "pmr"], "1 column to compare"),
+    ],
+)
+def test_compare_refuses_bad_input_in_one_line(tmp_path, args, message):
+    d = _two_scheme_campaign(tmp_path / "c")
+    res = pmrtb("compare", str(d), *args)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.returncode == 2 and len(lines) == 1 and message in lines[0], res.stderr
+    assert res.stdout == ""

@@ -2,6 +2,7 @@
 
 import pytest
 
+from fakerun import fake_bzimage
 from pmr_testbed.errors import UserError
 from pmr_testbed.guest import kernel
 
@@ -56,3 +57,15 @@ def test_every_flavour_has_a_slowdown_and_boot_arguments():
     assert "no5lvl" in kernel.BOOT_ARGS["debug"]
     # Both preempt fully, as Android's GKI kernels do.
     assert all("preempt=full" in args for args in kernel.BOOT_ARGS.values())
+
+
+def test_a_kernel_image_is_told_by_its_boot_header(tmp_path):
+    kernel.check_bzimage(fake_bzimage(tmp_path / "bzImage"), "--kernel x")
+    text = tmp_path / "config"
+    text.write_text("CONFIG_PMR=y\n" * 64)
+    with pytest.raises(UserError, match=r"--kernel x: not an x86 kernel image"):
+        kernel.check_bzimage(text, "--kernel x")
+    with pytest.raises(UserError, match=r"--kernel x: no such kernel image"):
+        kernel.check_bzimage(tmp_path, "--kernel x")
+    with pytest.raises(UserError, match=r"--kernel x: no such kernel image"):
+        kernel.check_bzimage(tmp_path / "none", "--kernel x")

@@ -1,5 +1,6 @@
-"""config/paper.py, workflows/paper.py and report/paper_report.py: `pmrtb paper`'s plan, resuming, ratios and paper.md,
-over fake campaigns (no guest is booted: the campaign runner is faked)."""
+"""config/paper.py, workflows/paper.py and report/paper_report.py: `pmrtb
+paper`'s plan, resuming, ratios and paper.md, over fake campaigns (no guest
+is booted: the campaign runner is faked)."""
 
 import dataclasses
 import json

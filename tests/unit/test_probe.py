@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fakerun import fake_bzimage
 from pmr_testbed import cli
 from pmr_testbed.errors import GuestError, UserError
 from pmr_testbed.guest import kernel, vm
@@ -104,8 +105,7 @@ def _fake_boot(returncode, guest_log, seen):
 
 
 def test_run_boots_the_probe_and_records_its_verdict(tmp_path, monkeypatch):
-    image = tmp_path / "bzImage"
-    image.write_bytes(b"kernel")
+    image = fake_bzimage(tmp_path / "bzImage")
     out = tmp_path / "out"
     out.mkdir()
     (out / "probe.json").write_text('{"status": "passed"}')  # from an earlier run
@@ -125,8 +125,7 @@ def test_run_boots_the_probe_and_records_its_verdict(tmp_path, monkeypatch):
 
 
 def test_a_broken_probe_leaves_no_verdict_behind(tmp_path, monkeypatch):
-    image = tmp_path / "bzImage"
-    image.write_bytes(b"kernel")
+    image = fake_bzimage(tmp_path / "bzImage")
     out = tmp_path / "out"
     out.mkdir()
     (out / "probe.json").write_text('{"status": "passed"}')

@@ -303,6 +303,24 @@ def configure(flavour: str, obj: Path) -> None:
     check_config(obj, fragments)
 
 
+# an x86 boot image's setup header: "HdrS" at this offset (Documentation/x86/boot.rst)
+BOOT_MAGIC_OFFSET = 0x202
+BOOT_MAGIC = b"HdrS"
+
+
+def check_bzimage(path: Path, option: str) -> None:
+    """UserError unless `path` is an x86 kernel boot image (a bzImage);
+    `option` names where it was given (`--kernel PATH`)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(BOOT_MAGIC_OFFSET)
+            magic = fh.read(len(BOOT_MAGIC))
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise UserError(f"{option}: no such kernel image (a bzImage)") from None
+    if magic != BOOT_MAGIC:
+        raise UserError(f"{option}: not an x86 kernel image (no bzImage header)")
+
+
 def obj_dir(flavour: str) -> Path:
     return KERNEL_BUILD_DIR / f"obj-{flavour}"
 

@@ -14,6 +14,15 @@ throughput against, and reclaim under a max-rate allocator on the same disk
 against. campaign.json's `flash_calibration` says how the disk's limits
 were derived (guest_setup.Machine.flash_calibration).
 
+Named kernels (CampaignRequest.kernels, `pmrtb run --kernel NAME=PATH`)
+run every scheme on every kernel, interleaved like schemes: the campaign's
+columns are then `scheme:NAME` (campaign.json `schemes`, each run's
+`scheme`, with `kernel` beside it), and campaign.json `kernels` records each
+image's path and SHA-256. The calibration (dilation, the swap disk's limits,
+the closing fio and max-rate boots) is the testbed kernel's for all of them,
+so that only the kernel differs. `pmrtb compare` sets the columns side by
+side with paired ratios.
+
 A campaign cut off part-way (the host stopped, Ctrl-C) can be continued
 (CampaignRequest.resume, used by `pmrtb paper`): the runs campaign.json
 records as done are kept, if the setup it records (plan, kernel, dilation,
@@ -64,6 +73,12 @@ class CampaignRequest:
     # recorded beside the default ones; plan() leaves them sorted, once each
     # and without the default ones (config/trace_events.py)
     trace_events: tuple[str, ...] = ()
+    # (name, bzImage) of each named kernel to run the schemes on; none: the testbed's
+    kernels: tuple[tuple[str, Path], ...] = ()
+
+
+# a named kernel's name: a column label's suffix and part of run directory names
+KERNEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class SetupChanged(UserError):
@@ -84,11 +99,15 @@ SETUP_KEYS = (
     "guest",
     "kernel",
     "extra_trace_events",
+    "kernels",
 )
 # disk_dir's name for the data disk every run of a campaign shares (data_disk.py)
 DATA_DISK_DIR = "data-disk"
 # how the errors name those that are options rather than the machine's setup
-SETUP_NAMES = {"extra_trace_events": "set of --trace-event events"}
+SETUP_NAMES = {
+    "extra_trace_events": "set of --trace-event events",
+    "kernels": "set of --kernel images",
+}
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -97,12 +116,53 @@ def _write_json(path: Path, data: dict) -> None:
     tmp.replace(path)
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One column of a campaign: a scheme, on the testbed kernel or a named one."""
+
+    label: str  # campaign.json's scheme name: the scheme's, or `scheme:kernel`
+    scheme: schemes.Scheme
+    kernel: str | None = None  # the named kernel's name
+    bzimage: Path | None = None  # its image; None: the testbed kernel
+
+
 @dataclass
 class Plan:
     req: CampaignRequest
     profile: profiles.Profile
     scenario: scenarios.Scenario
     schemes: list[schemes.Scheme]
+    variants: list[Variant]  # the columns, in the order each repetition runs them
+
+
+def parse_kernels(specs: list[str]) -> tuple[tuple[str, Path], ...]:
+    """`--kernel NAME=PATH` options as (name, resolved path) pairs; UserError
+    on a malformed one, a repeated name, or a PATH that is not a bzImage."""
+    kernels: list[tuple[str, Path]] = []
+    for item in specs:
+        name, sep, path = item.partition("=")
+        if not sep or not KERNEL_NAME.fullmatch(name) or not path:
+            raise UserError(
+                f"--kernel {item!r}: give NAME=PATH, NAME of letters, digits, '.', '_' "
+                "or '-', e.g. --kernel v2=../v2/arch/x86/boot/bzImage"
+            )
+        if name in dict(kernels):
+            raise UserError(f"--kernel {name}: given twice")
+        kernel.check_bzimage(Path(path), f"--kernel {item}")
+        kernels.append((name, Path(path).resolve()))
+    return tuple(kernels)
+
+
+def variants(scheme_list: list[schemes.Scheme], kernels) -> list[Variant]:
+    """Every scheme on every named kernel (kernel by kernel), or each scheme
+    on the testbed kernel when there are none."""
+    if not kernels:
+        return [Variant(s.name, s) for s in scheme_list]
+    return [Variant(f"{s.name}:{k}", s, k, path) for k, path in kernels for s in scheme_list]
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def plan(req: CampaignRequest) -> Plan:
@@ -116,13 +176,20 @@ def plan(req: CampaignRequest) -> Plan:
     scheme_list = schemes.parse_list(req.schemes, profile)
     if req.reps < 1:
         raise UserError(f"--reps must be at least 1, got {req.reps}")
+    if req.kernels and req.perf_hz:
+        raise UserError(
+            "--perf-hz reads the testbed kernel's vmlinux: profile a named kernel's "
+            "runs in a campaign of its own"
+        )
     kernel_profile.check(req.perf_hz)
+    for name, path in req.kernels:
+        kernel.check_bzimage(path, f"--kernel {name}={path}")
     kernel.check_flavour(req.flavour)
     req = dataclasses.replace(req, trace_events=tuple(extra_trace_events(req.trace_events)))
     guest_setup.check_host(profile)
     if not req.resume and req.out.exists() and any(req.out.iterdir()):
         raise UserError(f"results directory {req.out} is not empty: pick a new --out")
-    return Plan(req, profile, scenario, scheme_list)
+    return Plan(req, profile, scenario, scheme_list, variants(scheme_list, req.kernels))
 
 
 def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
@@ -130,7 +197,8 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
 
     progress(message, run_finished) is told what is going on.
     """
-    req, profile, scenario, scheme_list = p.req, p.profile, p.scenario, p.schemes
+    req, profile, scenario = p.req, p.profile, p.scenario
+    columns = p.variants
     started = time.monotonic()
     earlier_wall_s = recorded_wall_s(req.out) if req.resume else 0.0
     req.out.mkdir(parents=True, exist_ok=True)
@@ -140,7 +208,7 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
         "scenario": scenario.name,
         "rounds": scenario.rounds,
         "profile": profile.name,
-        "schemes": [s.name for s in scheme_list],
+        "schemes": [v.label for v in columns],
         "reps": req.reps,
         "seed": req.seed,
         "dilation": dil.as_dict(),
@@ -158,6 +226,10 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
     }
     if req.trace_events:  # absent otherwise, as in campaigns from before the option
         campaign["extra_trace_events"] = list(req.trace_events)
+    if req.kernels:  # absent otherwise
+        campaign["kernels"] = {
+            name: {"path": str(path), "sha256": _digest(path)} for name, path in req.kernels
+        }
     earlier = earlier_runs(req.out, campaign) if req.resume else {}
 
     def save() -> None:
@@ -166,9 +238,9 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
 
     save()
     for rep in range(1, req.reps + 1):
-        for scheme in scheme_list:
-            run_id = f"{run_dir_name(scheme.name)}-r{rep}"
-            before = earlier.get((scheme.name, rep))
+        for column in columns:
+            run_id = f"{run_dir_name(column.label)}-r{rep}"
+            before = earlier.get((column.label, rep))
             if before and before["status"] == "ok":
                 campaign["runs"].append(before)
                 save()
@@ -185,10 +257,12 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
                 shutil.rmtree(disk_dir(req.out, run_id), ignore_errors=True)
                 progress(f"{run_id}: cut off earlier, removed and run again", False)
             progress(f"{run_id}: running", False)
-            entry: dict[str, Any] = {"scheme": scheme.name, "rep": rep, "dir": f"runs/{run_id}"}
+            entry: dict[str, Any] = {"scheme": column.label, "rep": rep, "dir": f"runs/{run_id}"}
+            if column.kernel:
+                entry["kernel"] = column.kernel
             try:
                 t0 = time.monotonic()
-                _one_run(req, run_id, scenario, profile, scheme, machine)
+                _one_run(req, run_id, scenario, profile, column, machine)
                 entry.update(status="ok", error=None, wall_s=round(time.monotonic() - t0, 1))
                 run_times.record(scenario.name, profile.name, scenario.rounds, entry["wall_s"])
                 progress(f"{run_id}: done in {entry['wall_s']} s", True)
@@ -277,7 +351,12 @@ def disk_dir(out: Path, run_id: str) -> Path:
 
 
 def _one_run(
-    req: CampaignRequest, run_id: str, scenario, profile, scheme, machine: guest_setup.Machine
+    req: CampaignRequest,
+    run_id: str,
+    scenario,
+    profile,
+    column: Variant,
+    machine: guest_setup.Machine,
 ) -> None:
     image, accel, dil, limits = machine.image, machine.accel, machine.dilation, machine.limits
     run_dir = req.out / "runs" / run_id
@@ -289,7 +368,7 @@ def _one_run(
         seed=req.seed,
         scenario=scenario,
         profile=profile,
-        scheme=scheme,
+        scheme=column.scheme,
         work_iters_per_ms=dil.guest_work_iters_per_ms,
         slowdown=slowdown,
         extra_trace_events=req.trace_events,
@@ -301,7 +380,7 @@ def _one_run(
     try:
         vm.create_disk(swap)
         res = vm.boot(
-            image.bzimage,
+            column.bzimage or image.bzimage,
             exec_cmd=kernel_profile.wrap(
                 f"{machine.runtime} run --spec {run_dir / 'spec.json'}", run_dir, req.perf_hz
             ),

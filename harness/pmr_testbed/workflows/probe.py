@@ -63,8 +63,8 @@ def check(name: str, flavour: str, image: Path | None = None) -> Path:
     a kernel image that is not there."""
     path = script(name)
     kernel.check_flavour(flavour)
-    if image is not None and not image.is_file():
-        raise UserError(f"--kernel {image}: no such kernel image (a bzImage)")
+    if image is not None:
+        kernel.check_bzimage(image, f"--kernel {image}")
     return path
 
 
