@@ -53,16 +53,17 @@
 //! wakeup with no carried-over growth, which is what the decay intends.
 
 pub mod decision;
+pub mod proc_registry;
 pub mod victim;
 pub mod wakeup_log;
 
 use crate::control::{spawn_thread, Control};
 use crate::events::{Event, EventLog};
-use crate::proc_files::{self, Watermarks};
-use crate::proc_registry::ProcRegistry;
-use crate::psi::{self, Stall, Trigger};
+use crate::lmkd::proc_registry::ProcRegistry;
 use crate::spec::{ms, LmkdConfig};
 use crate::sys;
+use crate::sys::proc_files::{self, Watermarks};
+use crate::sys::psi::{self, Stall, Trigger};
 use anyhow::{bail, Context, Result};
 use decision::{Decision, KillPlan, Level, Reclaim, Snapshot, VmCounters, PAGE_KB};
 use std::os::fd::{AsFd, OwnedFd};

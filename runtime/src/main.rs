@@ -2,8 +2,10 @@
 //! `bench` and `alloc`.
 
 use clap::{Parser, Subcommand};
+use pmr_guest::reliability::{self, checker};
 use pmr_guest::spec::Spec;
-use pmr_guest::{app, bench, checker, max_rate, reliability, run, setup};
+use pmr_guest::workload::{app, bench, max_rate};
+use pmr_guest::{run, setup};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

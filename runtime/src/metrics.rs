@@ -8,10 +8,10 @@
 //! second so a crash keeps what was sampled.
 
 use crate::control::{spawn_thread, Control};
-use crate::proc_files::{self, MemInfo, DISKSTAT_FIELDS};
-use crate::psi::{self, MemoryPressure};
 use crate::sys;
-use crate::threads_cpu::{self, ThreadTicks};
+use crate::sys::proc_files::{self, MemInfo, DISKSTAT_FIELDS};
+use crate::sys::psi::{self, MemoryPressure};
+use crate::sys::threads_cpu::{self, ThreadTicks};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::fs::File;
@@ -187,7 +187,7 @@ fn diskstat_row(t_ms: u64, dev: &str, fields: &[u64; 17]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::psi::PsiLine;
+    use crate::sys::psi::PsiLine;
 
     #[test]
     fn rows() {

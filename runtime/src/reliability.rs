@@ -18,12 +18,12 @@
 //!   `cgroup.kill`, on a PMR kernel after waiting up to 5 s for pages on the
 //!   victim list, and removed; a new checker takes its place in a new cgroup.
 //!
-//! Then the final checks (reliability_checks.rs): stress-ng stopped and
+//! Then the final checks (reliability/checks.rs): stress-ng stopped and
 //! judged; every checker's pages verified once more; the knob back at its
 //! first value and the victim lists empty; each checker cgroup's accounting
 //! (memcg_stat.rs); the dying memcgs once every cgroup is removed; the swap
 //! still in use once every process has exited. reliability.json
-//! (reliability_report.rs) gets every check.
+//! (reliability/report.rs) gets every check.
 //!
 //! With `swap_full` in the spec the swap holds the checkers but not
 //! stress-ng too, so it runs full and the OOM killer acts. A thread samples
@@ -41,21 +41,34 @@
 //! otherwise reliability.json is written and the status is 0 only if no
 //! check failed.
 
-use crate::cgroup::Cgroups;
-use crate::checker_fate::{self, Fate};
-use crate::checker_handle::Checker;
+pub mod checked_page;
+pub mod checker;
+pub mod checker_fate;
+pub mod checker_handle;
+pub mod checks;
+pub mod knob_toggler;
+pub mod memcg_lifetime;
+pub mod report;
+pub mod spec;
+pub mod stress_ng;
+pub mod swap_watch;
+pub mod toggle_plan;
+
 use crate::control::Control;
-use crate::knob_toggler::{Progress, Toggler};
-use crate::kthread_sched;
-use crate::memcg_lifetime::{self, VictimWait};
-use crate::memcg_stat;
 use crate::pattern::{self, PAGE_SIZE};
-use crate::proc_files::parse_key_values;
-use crate::reliability_report::{self, Check, Report};
-use crate::reliability_spec::ReliabilitySpec;
+use crate::reliability::checker_fate::Fate;
+use crate::reliability::checker_handle::Checker;
+use crate::reliability::knob_toggler::{Progress, Toggler};
+use crate::reliability::memcg_lifetime::VictimWait;
+use crate::reliability::report::{Check, Report};
+use crate::reliability::spec::ReliabilitySpec;
+use crate::reliability::stress_ng::StressNg;
+use crate::reliability::swap_watch::SwapWatch;
 use crate::setup;
-use crate::stress_ng::{self, StressNg};
-use crate::swap_watch::SwapWatch;
+use crate::sys::cgroup::Cgroups;
+use crate::sys::kthread_sched;
+use crate::sys::memcg_stat;
+use crate::sys::proc_files::parse_key_values;
 use crate::sys::{self, Exit};
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use serde_json::{Map, Value};
@@ -146,7 +159,7 @@ pub fn main(spec_path: &Path) -> ExitCode {
     }
     let mut checks = std::mem::take(&mut session.checks);
     checks.sort_by_key(|c| CHECK_ORDER.iter().position(|&n| n == c.name));
-    let ok = reliability_report::passed(&checks, error.as_deref());
+    let ok = report::passed(&checks, error.as_deref());
     let report = Report {
         status: if ok { "ok" } else { "failed" },
         error: error.clone(),

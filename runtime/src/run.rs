@@ -6,23 +6,23 @@
 //! fails before the workload starts; after that, run.json is always
 //! written, with status "failed" and exit 1 if the run failed.
 
-use crate::activity_manager::{self, ActivityManager};
-use crate::app_files::DATA_MOUNT;
-use crate::app_process::AppCommand;
-use crate::child_reaper;
 use crate::control::Control;
 use crate::events::EventLog;
-use crate::kthread_sched::Applied;
+use crate::lmkd::proc_registry::ProcRegistry;
 use crate::lmkd::wakeup_log::WakeupLog;
 use crate::lmkd::Lmkd;
 use crate::metrics;
-use crate::proc_registry::ProcRegistry;
 use crate::setup::{self, Phone};
 use crate::spec::{ms, Spec};
 use crate::sys;
-use crate::threads_cpu::{self, ThreadTicks};
-use crate::trace_events::TraceRecorder;
-use crate::tracefs::{self, SwapWriteHist, SwapWriteHistFile};
+use crate::sys::kthread_sched::Applied;
+use crate::sys::threads_cpu::{self, ThreadTicks};
+use crate::sys::trace_events::TraceRecorder;
+use crate::sys::tracefs::{self, SwapWriteHist, SwapWriteHistFile};
+use crate::workload::activity_manager::{self, ActivityManager};
+use crate::workload::app_files::DATA_MOUNT;
+use crate::workload::app_process::AppCommand;
+use crate::workload::child_reaper;
 
 const TRACE_FILE: &str = "trace.txt";
 use anyhow::{Context, Result};

@@ -8,14 +8,14 @@
 //! The guest shares the host's root filesystem read-only, so mkswap is the
 //! host's; /tmp is a fresh tmpfs for the mount point.
 
-use crate::app_files::{self, app_files, DATA_MOUNT};
-use crate::cgroup::Cgroups;
-use crate::kthread_sched;
 use crate::pattern::{self, PAGE_SIZE};
-use crate::proc_files::{self, MemInfo};
-use crate::psi;
 use crate::spec::{Knob, Memory, Spec, Swap};
 use crate::sys;
+use crate::sys::cgroup::Cgroups;
+use crate::sys::kthread_sched;
+use crate::sys::proc_files::{self, MemInfo};
+use crate::sys::psi;
+use crate::workload::app_files::{self, app_files, DATA_MOUNT};
 use anyhow::{bail, ensure, Context, Result};
 use std::collections::BTreeMap;
 use std::fs::{self, File};

@@ -1,6 +1,17 @@
 //! Thin safe wrappers over the Linux system calls the runtime needs and std
 //! does not offer: pidfds, process_mrelease, poll, mlockall, mount, swapon,
-//! waitpid, scheduling.
+//! waitpid, scheduling. Its modules are the runtime's other ways into the
+//! kernel: cgroups and their memory.stat, /proc and /sys parsers, PSI,
+//! tracefs, kernel-thread scheduling and CPU time.
+
+pub mod cgroup;
+pub mod kthread_sched;
+pub mod memcg_stat;
+pub mod proc_files;
+pub mod psi;
+pub mod threads_cpu;
+pub mod trace_events;
+pub mod tracefs;
 
 use std::ffi::CString;
 use std::io::{Error, Result};

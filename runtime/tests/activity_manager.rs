@@ -6,12 +6,12 @@
 mod common;
 
 use common::Scratch;
-use pmr_guest::activity_manager::{ActivityManager, Resources};
-use pmr_guest::app_process::AppCommand;
-use pmr_guest::child_reaper;
 use pmr_guest::control::Control;
 use pmr_guest::events::EventLog;
-use pmr_guest::proc_registry::{Entry, ProcRegistry};
+use pmr_guest::lmkd::proc_registry::{Entry, ProcRegistry};
+use pmr_guest::workload::activity_manager::{ActivityManager, Resources};
+use pmr_guest::workload::app_process::AppCommand;
+use pmr_guest::workload::child_reaper;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -5,8 +5,8 @@
 mod common;
 
 use common::Scratch;
-use pmr_guest::app_process::{AppCommand, AppProcess, Reply};
-use pmr_guest::protocol::Command;
+use pmr_guest::workload::app_process::{AppCommand, AppProcess, Reply};
+use pmr_guest::workload::protocol::Command;
 use std::time::{Duration, Instant};
 
 fn await_reply(p: &mut AppProcess) -> Reply {

@@ -3,7 +3,7 @@
 //! `cgroup.procs` file stands in for its cgroup), let it sweep, stop it,
 //! check its final verification, and let it go.
 
-use pmr_guest::checker_handle::Checker;
+use pmr_guest::reliability::checker_handle::Checker;
 use pmr_guest::sys::Exit;
 use std::time::{Duration, Instant};
 

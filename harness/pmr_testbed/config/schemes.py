@@ -7,7 +7,7 @@ kernel-thread settings united. Two parts that set the same knob, or the
 same kernel thread, differently are refused. Knob values may name profile
 fields in braces, e.g. "{pmr.unmap_unit_kb}".
 
-`[[kthreads]]` entries schedule kernel threads (runtime/src/kthread_sched.rs):
+`[[kthreads]]` entries schedule kernel threads (runtime/src/sys/kthread_sched.rs):
 `comm` names them without their node number (`kswapd` is kswapd0, ...),
 `policy` is fifo or rr with a real-time `priority` 1-99, or normal with a
 `nice` value -20..19, and `cpus` optionally lists the CPUs to keep them on.

@@ -13,7 +13,7 @@ the largest 1-s window of swap writes (the paper's and metrics.py's
 definition of reclaim throughput), kswapd's busiest second the largest
 1-s growth of its CPU time, in CPUs.
 
-The allocator is `pmr-guest alloc` (runtime/src/max_rate.rs): it keeps
+The allocator is `pmr-guest alloc` (runtime/src/workload/max_rate.rs): it keeps
 ALLOC_FACTOR x RAM of fresh anonymous memory turning over from WORKERS
 threads, one word written per page, the oldest chunk unmapped as the
 newest is mapped: once RAM is full every new page needs one reclaimed, and

@@ -4,8 +4,8 @@
 //! reads the files and does the killing; time is milliseconds on any
 //! monotonic clock.
 
-use crate::proc_files::{MemInfo, Watermarks};
 use crate::spec::LmkdConfig;
+use crate::sys::proc_files::{MemInfo, Watermarks};
 use serde::Serialize;
 
 /// lmkd measures memory in pages of this many kB.

@@ -131,7 +131,7 @@ mod tests {
     use super::super::decision::{KillPlan, KillReason};
     use super::*;
     use crate::lmkd::decision::VmCounters;
-    use crate::proc_files::{MemInfo, Watermarks};
+    use crate::sys::proc_files::{MemInfo, Watermarks};
 
     fn snapshot() -> Snapshot {
         Snapshot {

@@ -6,8 +6,8 @@
 //! exits 0, says its run was successful, and reports no failure (its vm
 //! stressor's `--verify` prints `fail:` lines on bit errors).
 
-use crate::cgroup;
-use crate::reliability_spec::StressSpec;
+use crate::reliability::spec::StressSpec;
+use crate::sys::cgroup;
 use crate::sys::Exit;
 use anyhow::{Context, Result};
 use serde::Serialize;

@@ -6,8 +6,8 @@
 //! `init_work_ms`: `init_work_ms * work_iters_per_ms` iterations, where
 //! `work_iters_per_ms` is this benchmark's result scaled by the harness.
 
-use crate::memory::AnonRegion;
 use crate::pattern::{self, PAGE_SIZE};
+use crate::workload::memory::AnonRegion;
 use anyhow::{ensure, Result};
 use serde::Serialize;
 use std::hint::black_box;

@@ -18,16 +18,16 @@
 //! error such as data corruption) fails the run, as does exceeding the
 //! deadline or a failure reported by another thread.
 
-use crate::app_process::{AppCommand, AppProcess, Reply};
-use crate::child_reaper::Death;
 use crate::control::Control;
 use crate::events::{Event, EventLog, LaunchKind, Phase};
-use crate::oom_adj::{oom_adjs, Recency};
-use crate::proc_registry::ProcRegistry;
-use crate::protocol::{Command, Costs};
+use crate::lmkd::proc_registry::ProcRegistry;
 use crate::spec::{ms, Spec};
-use crate::switch_plan;
 use crate::sys::{self, Exit};
+use crate::workload::app_process::{AppCommand, AppProcess, Reply};
+use crate::workload::child_reaper::Death;
+use crate::workload::oom_adj::{oom_adjs, Recency};
+use crate::workload::protocol::{Command, Costs};
+use crate::workload::switch_plan;
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;

@@ -19,10 +19,10 @@
 //! and runtime to checker on stdin: `stop` (leave the sweep, verify every
 //! page, answer `verified`, then hold the memory), then end of input (exit).
 
-use crate::checked_page::{self, PageId, PAGE_WORDS};
-use crate::memory::AnonRegion;
 use crate::pattern::PAGE_SIZE;
+use crate::reliability::checked_page::{self, PageId, PAGE_WORDS};
 use crate::sys;
+use crate::workload::memory::AnonRegion;
 use anyhow::{bail, ensure, Context, Result};
 use std::io::{BufRead, Write};
 use std::os::fd::AsFd;

@@ -9,7 +9,7 @@
 //! seconds each used since the start, at every sample. Only the threads
 //! found at the start are followed there.
 
-use crate::proc_files::parse_proc_stat;
+use crate::sys::proc_files::parse_proc_stat;
 use std::collections::{BTreeMap, HashMap};
 
 /// pid -> (name, CPU ticks) of the matching kernel threads.

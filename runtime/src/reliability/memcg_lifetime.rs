@@ -5,7 +5,7 @@
 //! cgroup.stat: removed cgroups whose memory is not all freed yet), and
 //! counting a cgroup's OOM kills (memory.events).
 
-use crate::memcg_stat::{self, MemoryStat};
+use crate::sys::memcg_stat::{self, MemoryStat};
 use anyhow::{bail, Context, Result};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -8,8 +8,8 @@
 //! Nothing is ever read back from swap, so swap writes measure reclaim
 //! alone. Prints one JSON line: the pages it wrote, in how long.
 
-use crate::memory::AnonRegion;
 use crate::pattern::{PAGE_SIZE, WORDS_PER_PAGE};
+use crate::workload::memory::AnonRegion;
 use anyhow::{ensure, Result};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;

@@ -17,7 +17,7 @@
 //! tolerance = max(1% of anon + file, 4 MiB)
 //! ```
 
-use crate::proc_files::parse_key_values;
+use crate::sys::proc_files::parse_key_values;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -69,7 +69,7 @@ mod tests {
     use crate::spec::Spec;
 
     fn app(file_mb: f64, processes: u32) -> AppSpec {
-        let spec = Spec::parse(include_str!("../tests/fixtures/spec.json")).unwrap();
+        let spec = Spec::parse(include_str!("../../tests/fixtures/spec.json")).unwrap();
         AppSpec {
             file_mb,
             processes,

@@ -3,8 +3,8 @@
 //! Memory sizes are ratios of the guest's MemTotal, so the host need not
 //! know what the kernel keeps for itself. Parsing is strict, as for `run`.
 
+use crate::reliability::toggle_plan::Toggle;
 use crate::spec::{Memory, Scheme, Swap};
-use crate::toggle_plan::Toggle;
 use anyhow::{bail, ensure, Context, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};

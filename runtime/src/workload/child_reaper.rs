@@ -4,7 +4,7 @@
 //! ends with SIGKILL; anything else is an app failure.
 
 use crate::control::{spawn_thread, Control};
-use crate::proc_registry::ProcRegistry;
+use crate::lmkd::proc_registry::ProcRegistry;
 use crate::sys::{self, Exit};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;

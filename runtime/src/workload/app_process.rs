@@ -3,9 +3,9 @@
 //! replies in slices so the caller can do other work (log deaths, check
 //! the deadline) while an app launches.
 
-use crate::cgroup;
-use crate::protocol::{self, Command, Costs};
 use crate::sys;
+use crate::sys::cgroup;
+use crate::workload::protocol::{self, Command, Costs};
 use anyhow::{Context, Result};
 use std::io::{Read, Write};
 use std::os::fd::AsFd;

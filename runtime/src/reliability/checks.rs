@@ -6,20 +6,20 @@
 //! checkers sit idle, then the exits and cgroup removals, the memcg kill's
 //! outcome, the dying memcgs and the swap left in use.
 
-use crate::checker_handle::Checker;
-use crate::knob_toggler::ToggleRecord;
-use crate::memcg_lifetime::{self, VictimWait};
-use crate::memcg_stat::{self, Accounting};
 use crate::pattern::PAGE_SIZE;
-use crate::proc_files::parse_status_kb;
+use crate::reliability::checker_handle::Checker;
+use crate::reliability::knob_toggler::ToggleRecord;
+use crate::reliability::memcg_lifetime::{self, VictimWait};
+use crate::reliability::report::Check;
+use crate::reliability::stress_ng;
+use crate::reliability::swap_watch::{self, SwapLevel};
 use crate::reliability::{
     describe, read_vmstat, round2, LoadEnd, Session, VmCounters, EMPTY_WAIT, GROUP, KILL_FROM, MIB,
     MIN_SWEEPS, SETTLE, SWAP_FULL_WAIT, TICK, VICTIM_WAIT,
 };
-use crate::reliability_report::Check;
 use crate::setup;
-use crate::stress_ng;
-use crate::swap_watch::{self, SwapLevel};
+use crate::sys::memcg_stat::{self, Accounting};
+use crate::sys::proc_files::parse_status_kb;
 use crate::sys::Exit;
 use anyhow::Result;
 use serde_json::{json, Map, Value};

@@ -8,8 +8,8 @@
 //! the workload starts; run.json (reliability.json in a reliability run)
 //! records what was set.
 
-use crate::proc_files::parse_proc_stat;
 use crate::spec::{KthreadSched, SchedPolicy};
+use crate::sys::proc_files::parse_proc_stat;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 

@@ -104,7 +104,7 @@ mod tests {
     use crate::spec::Spec;
 
     fn scenario(foreground: &[&str], rounds: u32) -> Scenario {
-        let spec = Spec::parse(include_str!("../tests/fixtures/spec.json")).unwrap();
+        let spec = Spec::parse(include_str!("../../tests/fixtures/spec.json")).unwrap();
         Scenario {
             foreground: foreground.iter().map(|s| s.to_string()).collect(),
             rounds,

@@ -32,13 +32,13 @@
 //! Apps never mlock: their memory is what reclaim works on. A cold or hot
 //! launch answers `ready` with what it cost (launch_cost.rs).
 
-use crate::app_files::{self, pages_of_mb, AppFile};
-use crate::bench::cpu_work;
-use crate::launch_cost::CostMeter;
-use crate::memory::{AnonRegion, FileMapping};
 use crate::pattern::{self, PAGE_SIZE, WORDS_PER_PAGE};
-use crate::protocol::{self, Command, Costs};
 use crate::spec::{ms, AppSpec, Spec};
+use crate::workload::app_files::{self, pages_of_mb, AppFile};
+use crate::workload::bench::cpu_work;
+use crate::workload::launch_cost::CostMeter;
+use crate::workload::memory::{AnonRegion, FileMapping};
+use crate::workload::protocol::{self, Command, Costs};
 use anyhow::{bail, ensure, Context, Result};
 use std::io::{BufRead, Write};
 use std::panic::AssertUnwindSafe;
@@ -464,7 +464,7 @@ mod tests {
     use super::*;
 
     fn fixture() -> Spec {
-        Spec::parse(include_str!("../tests/fixtures/spec.json")).unwrap()
+        Spec::parse(include_str!("../../tests/fixtures/spec.json")).unwrap()
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! its end has made them all.
 
 use crate::control::{spawn_thread, Control};
-use crate::toggle_plan::{Toggle, WriteOutcome};
+use crate::reliability::toggle_plan::{Toggle, WriteOutcome};
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

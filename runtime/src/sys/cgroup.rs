@@ -11,8 +11,8 @@
 //! mounted at /sys/fs/cgroup if it is not mounted anywhere yet. Workload
 //! processes are spawned straight into their cgroup (`spawn_into`).
 
-use crate::proc_files::mount_point;
 use crate::sys;
+use crate::sys::proc_files::mount_point;
 use anyhow::{bail, Context, Result};
 use std::ffi::CString;
 use std::fs;

@@ -2,8 +2,8 @@
 //! its cgroup, reading its reports without blocking, asking it to stop and
 //! letting it go, and what it has said so far.
 
-use crate::cgroup;
-use crate::checker::{Report, STOP};
+use crate::reliability::checker::{Report, STOP};
+use crate::sys::cgroup;
 use crate::sys::{self, Exit};
 use anyhow::{Context, Result};
 use std::io::{Read, Write};

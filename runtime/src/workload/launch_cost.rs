@@ -16,7 +16,7 @@
 //! sampled at the tick, so small launches read coarsely. The app sends the costs on its `ready` line
 //! (protocol.rs); the activity manager logs them with the switch.
 
-use crate::protocol::Costs;
+use crate::workload::protocol::Costs;
 use std::time::Instant;
 
 /// A thread's CPU, run-queue and fault figures at one moment.

@@ -11,7 +11,7 @@
 //! moment it first did.
 
 use crate::control::{spawn_thread, Control};
-use crate::proc_files::parse_meminfo;
+use crate::sys::proc_files::parse_meminfo;
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;

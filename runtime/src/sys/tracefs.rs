@@ -8,8 +8,8 @@
 //! would drop every trigger of the event) and removed by appending the
 //! same command prefixed with `!`.
 
-use crate::proc_files::mount_point;
 use crate::sys;
+use crate::sys::proc_files::mount_point;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;

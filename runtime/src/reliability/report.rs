@@ -2,7 +2,7 @@
 //! (pass, fail, skipped), a one-line detail and its figures, plus the run's
 //! headline figures. docs/guest-interface.md describes the file.
 
-use crate::kthread_sched::Applied;
+use crate::sys::kthread_sched::Applied;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
