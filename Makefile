@@ -12,7 +12,8 @@ SCHEMES ?= original,mglru,pps,pmr
 OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
 
 .PHONY: setup main test lint unit-test integration-test kernel debug-kernel smoke reliability \
-	pmr-reliability pmr-faults pmr-debug debug-probes unit-sweep paper paper-quick paper-thorough
+	pmr-reliability pmr-faults pmr-debug debug-probes unit-sweep paper paper-quick paper-thorough \
+	schemas
 
 setup:
 	./scripts/setup.sh
@@ -29,6 +30,13 @@ lint: setup
 	.venv/bin/mypy harness/pmr_testbed
 	cd runtime && $(CARGO) fmt --check
 	cd runtime && $(CARGO) clippy --release --locked --all-targets -- -D warnings
+
+# the JSON Schemas of the guest's spec files, from the runtime's types (its
+# tests fail while schemas/ differs from them)
+schemas: setup
+	cd runtime && $(CARGO) run --release --locked --quiet -- schema spec > ../schemas/spec.schema.json
+	cd runtime && $(CARGO) run --release --locked --quiet -- schema reliability-spec \
+		> ../schemas/reliability-spec.schema.json
 
 unit-test:
 	$(PYTEST) tests/unit -q

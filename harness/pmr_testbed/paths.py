@@ -13,6 +13,7 @@ CONFIG_DIR = KERNEL_DIR / "config"
 PROFILES_DIR = ROOT / "profiles"
 SCENARIOS_DIR = ROOT / "scenarios"
 SCHEMES_DIR = ROOT / "schemes"
+SCHEMAS_DIR = ROOT / "schemas"  # JSON Schemas of spec.json and summary.json
 RUNTIME_DIR = ROOT / "runtime"
 RUNTIME_BIN = RUNTIME_DIR / "target" / "release" / "pmr-guest"
 BUILD_DIR = ROOT / "build"

@@ -1,9 +1,9 @@
 //! The `pmr-guest` command line: `run`, `app`, `app-files`, `reliability`, `checker`,
-//! `bench` and `alloc`.
+//! `bench`, `alloc` and `schema`.
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use pmr_guest::reliability::{self, checker};
-use pmr_guest::spec::Spec;
+use pmr_guest::spec::{self, Spec};
 use pmr_guest::workload::{app, bench, max_rate};
 use pmr_guest::{run, setup};
 use std::path::PathBuf;
@@ -88,6 +88,21 @@ enum Cmd {
         #[arg(long)]
         seconds: f64,
     },
+    /// Print the JSON Schema of a spec.json, generated from the types that
+    /// parse it: the repository's schemas/ holds them, and the host checks
+    /// what it writes against them.
+    Schema {
+        #[arg(value_enum)]
+        of: SchemaOf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SchemaOf {
+    /// `run`'s spec.json (schemas/spec.schema.json)
+    Spec,
+    /// `reliability`'s spec.json (schemas/reliability-spec.schema.json)
+    ReliabilitySpec,
 }
 
 fn main() -> ExitCode {
@@ -146,5 +161,13 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Cmd::Schema { of } => {
+            let schema = match of {
+                SchemaOf::Spec => spec::json_schema(),
+                SchemaOf::ReliabilitySpec => reliability::spec::json_schema(),
+            };
+            print!("{schema}");
+            ExitCode::SUCCESS
+        }
     }
 }

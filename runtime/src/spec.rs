@@ -7,6 +7,7 @@
 //! apps, and the kernel's limits on PSI triggers.
 
 use anyhow::{bail, ensure, Context, Result};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -17,7 +18,7 @@ pub fn ms(v: f64) -> Duration {
     Duration::from_secs_f64(v / 1e3)
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Spec {
     pub run_id: String,
@@ -35,7 +36,7 @@ pub struct Spec {
     pub apps: Vec<AppSpec>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scheme {
     pub name: String,
@@ -46,7 +47,7 @@ pub struct Scheme {
     pub kthreads: Vec<KthreadSched>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KthreadSched {
     /// The thread's name without its number: `kswapd` for kswapd0, ...
@@ -63,7 +64,7 @@ pub struct KthreadSched {
     pub cpus: Option<Vec<usize>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SchedPolicy {
     Fifo,
@@ -97,14 +98,14 @@ impl KthreadSched {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Knob {
     pub path: PathBuf,
     pub value: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Memory {
     pub watermark_scale_factor: u32,
@@ -112,14 +113,14 @@ pub struct Memory {
     pub swappiness: u32,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Swap {
     pub serial: String,
     pub zram_mb: f64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DataDisk {
     pub serial: String,
@@ -127,7 +128,7 @@ pub struct DataDisk {
 
 /// lmkd's tunables (`ro.lmk.*` properties); see `lmkd.rs` for their use.
 /// The optional ones default to lmkd's own defaults.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LmkdConfig {
     /// `psi_partial_stall_ms`: "some" stall that raises a medium event.
@@ -194,7 +195,7 @@ mod defaults {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Metrics {
     pub interval_ms: f64,
@@ -204,7 +205,7 @@ pub struct Metrics {
     pub trace_events: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     pub name: String,
@@ -223,7 +224,7 @@ pub struct Scenario {
 /// Automator, §5.1): after every `every`-th switch's dwell, the next of
 /// `apps` in a seeded order comes to the front for a dwell drawn from
 /// `dwell_ms`, launched hot if alive and cold if lmkd killed it.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BackgroundUse {
     pub every: u32,
@@ -231,7 +232,7 @@ pub struct BackgroundUse {
     pub apps: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppSpec {
     pub name: String,
@@ -270,7 +271,7 @@ impl AppSpec {
 /// Most threads a cold launch may fill its heap with.
 pub const MAX_LAUNCH_THREADS: u32 = 16;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BgTouch {
     pub period_ms: f64,
@@ -278,7 +279,7 @@ pub struct BgTouch {
 }
 
 /// The oom_score_adj class of an app when it is not in the foreground.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AdjClass {
     Cached,
@@ -286,6 +287,14 @@ pub enum AdjClass {
     Service,
     /// System processes (system_server, SystemUI, ...): never killed.
     Persistent,
+}
+
+/// The JSON Schema of spec.json, from the types above, pretty-printed with
+/// a final newline: what schemas/spec.schema.json holds (`pmr-guest schema
+/// spec`; a test keeps the two equal).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Spec);
+    serde_json::to_string_pretty(&schema).expect("a schema serializes") + "\n"
 }
 
 impl Spec {
@@ -517,6 +526,16 @@ mod tests {
 
     fn parse_value(v: &serde_json::Value) -> Result<Spec> {
         Spec::parse(&v.to_string())
+    }
+
+    #[test]
+    fn the_committed_schema_is_the_types() {
+        // the host checks every spec.json it writes against this file
+        assert!(
+            include_str!("../../schemas/spec.schema.json") == json_schema(),
+            "schemas/spec.schema.json is not the types' schema: run \
+             `make schemas` and commit it"
+        );
     }
 
     #[test]

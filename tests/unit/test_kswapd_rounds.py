@@ -5,7 +5,8 @@ import pytest
 from fakerun import kswapd_round, trace_text, write_campaign, write_run, writeback_time
 from pmr_testbed.analysis.kswapd_rounds import kswapd_rounds, round_figures
 from pmr_testbed.analysis.metrics import load_run
-from pmr_testbed.analysis.trace import TRACE_EVENTS, parse_trace
+from pmr_testbed.analysis.trace import parse_trace
+from pmr_testbed.config.trace_events import TRACE_EVENTS
 from pmr_testbed.report.summary import validate_summary, write_summary
 
 MS = 1_000_000

@@ -180,6 +180,15 @@ def test_setup_is_copied(tmp_path):
             lambda s: s["schemes"]["pmr"]["memory_stall_s"].pop("some"),
             "schemes.pmr.memory_stall_s.some",
         ),
+        # what the schema cannot say
+        (
+            lambda s: s["schemes"]["pmr"]["by_rep"].pop(),
+            "schemes.pmr.by_rep: needs one row per run",
+        ),
+        (lambda s: s["ratios"].__setitem__("mglru", s["ratios"]["pmr"]), "ratios.mglru: not a"),
+        (lambda s: s["ratios"].__setitem__("original", s["ratios"]["pmr"]), "ratios.original"),
+        (lambda s: s["schemes"].__setitem__("ice", {"runs": 0, "kills": 1}), "schemes.ice"),
+        (lambda s: s.__setitem__("reps", 0), "reps"),
     ],
 )
 def test_validate_summary_catches_schema_problems(tmp_path, damage, problem):
@@ -310,7 +319,7 @@ def test_by_rep_lists_each_repetition_in_rep_order(tmp_path):
     assert fit["figures"]["switch_kinds.cold.cost.runq_ms"] is None  # no launch costs
     broken = copy.deepcopy(s)
     broken["fitting"] = {"reps": []}
-    assert "fitting: needs an object with schemes" in validate_summary(broken)
+    assert "fitting.schemes: missing" in validate_summary(broken)
 
 
 def test_launch_costs_summarise_across_reps_with_and_without_them(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from .. import schema
 from .profiles import Profile
 from .scenarios import App, BackgroundUse, Scenario
 from .schemes import Scheme
@@ -93,8 +94,9 @@ def build(
     extra_trace_events: Sequence[str] = (),
 ) -> dict:
     """spec.json for one run; `slowdown` stretches the deadline (debug kernel),
-    `extra_trace_events` are recorded beside the default ones (trace_events.py)."""
-    return {
+    `extra_trace_events` are recorded beside the default ones (trace_events.py).
+    Checked against schemas/spec.schema.json, the runtime's types."""
+    spec = {
         "run_id": run_id,
         "seed": seed,
         "out_dir": str(out_dir),
@@ -128,3 +130,4 @@ def build(
         },
         "apps": [app_spec(a, profile) for a in scenario.apps],
     }
+    return schema.check("spec", spec)

@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import schema
 from ..analysis.fitting_runs import fitting_summary
 from ..analysis.metrics import RunError, RunMetrics, load_run
 from ..analysis.significance import permutation_p
@@ -53,23 +54,8 @@ from ..errors import UserError
 
 BASELINE = "original"
 FigPath = tuple[str, ...]
-# figures that every scheme with ok runs has as numbers
+# figures that every scheme with ok runs has as numbers (schemas/summary.schema.json)
 NUMBERS = ("kills", "allocstall", "pgmajfault", "pswpout_mb", "cold_launches", "hot_launches")
-# ... and nested ones
-NESTED_NUMBERS = ("memory_stall_s.some", "memory_stall_s.full")
-# figures that may be None (no switches, no swap writes, no optional file)
-NULLABLE = (
-    "response_ms.mean",
-    "response_ms.p50",
-    "response_ms.p95",
-    "reclaim_mbps.mean",
-    "reclaim_mbps.peak",
-    "swap_write_kb.mean",
-    "reclaim_cpu_total",
-    "reclaim_cpu_us_per_page",
-    "swap_writes_per_anon_freed",
-    "anon_growth_peak_mbps",
-)
 RATIO_FIGURES = (
     "response_ms.mean",
     "reclaim_mbps.peak",
@@ -126,20 +112,6 @@ BY_REP = (
 )
 # groups that every scheme with ok runs has, as an object or null
 OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds")
-TOP_LEVEL = (
-    "scenario",
-    "profile",
-    "dilation",
-    "kernel",
-    "qemu",
-    "guest",
-    "reps",
-    "seed",
-    "schemes",
-    "failed_runs",
-    "ratios",
-    "warnings",
-)
 
 
 @dataclass
@@ -393,70 +365,23 @@ def write_summary(results_dir: Path) -> dict:
     return summary
 
 
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _scheme_problems(name: str, entry) -> list[str]:
-    where = f"schemes.{name}"
-    if not isinstance(entry, dict) or not _is_number(entry.get("runs")):
-        return [f"{where}.runs: missing or not a number"]
-    if entry["runs"] == 0:
-        extra = sorted(set(entry) - {"runs"})
-        return [f"{where}: no ok runs but has figures {extra}"] if extra else []
-    problems = [
-        f"{where}.{k}: missing or not a number"
-        for k in (*NUMBERS, *NESTED_NUMBERS)
-        if not _is_number(get_path(entry, k))
-    ]
-    for dotted in NULLABLE:
-        parent, _, key = dotted.rpartition(".")
-        container = get_path(entry, parent) if parent else entry
-        if not isinstance(container, dict) or key not in container:
-            problems.append(f"{where}.{dotted}: missing")
-        elif container[key] is not None and not _is_number(container[key]):
-            problems.append(f"{where}.{dotted}: not a number")
-    for key in ("reclaim_cpu_s", "swap_write_kb.hist", *OPTIONAL_GROUPS):
-        if not isinstance(get_path(entry, key), (dict, type(None))):
-            problems.append(f"{where}.{key}: not an object or null")
-    problems += [f"{where}.{key}: missing" for key in OPTIONAL_GROUPS if key not in entry]
-    by_rep = entry.get("by_rep")
-    if (
-        not isinstance(by_rep, list)
-        or len(by_rep) != entry["runs"]
-        or not all(isinstance(row, dict) and _is_number(row.get("rep")) for row in by_rep)
-    ):
-        problems.append(f"{where}.by_rep: needs one object with a rep number per run")
-    for dotted, mm in entry.get("spread", {}).items():
-        if not (_is_number(mm.get("min")) and _is_number(mm.get("max")) and mm["min"] <= mm["max"]):
-            problems.append(f"{where}.spread.{dotted}: needs numbers min <= max")
-    return problems
-
-
 def validate_summary(d: dict) -> list[str]:
-    """Schema problems of a summary dict; an empty list means it is valid."""
-    problems = [f"{k}: missing" for k in TOP_LEVEL if k not in d]
-    kernel = d.get("kernel")
-    if not isinstance(kernel, dict) or not {"version", "series"} <= set(kernel):
-        problems.append("kernel: needs version and series")
-    schemes = d.get("schemes")
-    if not isinstance(schemes, dict):
-        return problems + ["schemes: not an object"]
-    for name, entry in schemes.items():
-        problems += _scheme_problems(name, entry)
-    for f in d.get("failed_runs", []):
-        if not {"scheme", "rep", "error"} <= set(f):
-            problems.append(f"failed_runs: entry {f} needs scheme, rep and error")
-    if "fitting" in d and not (
-        isinstance(d["fitting"], dict)  # absent before it
-        and isinstance(d["fitting"].get("schemes"), dict)
-    ):
-        problems.append("fitting: needs an object with schemes")
-    for name, ratios in d.get("ratios", {}).items():
-        if name not in schemes or name == BASELINE:
+    """Problems of a summary dict; an empty list means it is valid: those
+    against schemas/summary.schema.json, then the rules a schema cannot say."""
+    problems = schema.problems("summary", d)
+    for name, entry in (d.get("schemes") or {}).items():
+        if not isinstance(entry, dict) or not entry.get("runs"):
+            continue
+        if len(entry.get("by_rep") or []) != entry["runs"]:
+            problems.append(f"schemes.{name}.by_rep: needs one row per run ({entry['runs']})")
+        for dotted, mm in (entry.get("spread") or {}).items():
+            if (
+                isinstance(mm, dict)
+                and isinstance(mm.get("min"), int | float)
+                and (isinstance(mm.get("max"), int | float) and mm["min"] > mm["max"])
+            ):
+                problems.append(f"schemes.{name}.spread.{dotted}: min > max")
+    for name in d.get("ratios") or {}:
+        if name not in (d.get("schemes") or {}) or name == BASELINE:
             problems.append(f"ratios.{name}: not a compared scheme")
-        problems += [f"ratios.{name}.{k}: missing" for k in RATIO_FIGURES if k not in ratios]
-        for k, p in ratios.get("p_value", {}).items():
-            if p is not None and not (_is_number(p) and 0 <= p <= 1):
-                problems.append(f"ratios.{name}.p_value.{k}: needs null or a number in [0, 1]")
     return problems

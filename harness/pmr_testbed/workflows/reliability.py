@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths
+from .. import paths, schema
 from ..analysis import reliability_checks, swap_write_errors
 from ..config import profiles, schemes, spec
 from ..errors import GuestError, UserError
@@ -165,8 +165,9 @@ def plan(req: ReliabilityRequest) -> Plan:
 
 
 def build_spec(p: Plan, out_dir: Path) -> dict:
-    """spec.json of `pmr-guest reliability` (docs/guest-interface.md)."""
-    return {
+    """spec.json of `pmr-guest reliability` (docs/guest-interface.md),
+    checked against schemas/reliability-spec.schema.json."""
+    document = {
         "out_dir": str(out_dir),
         "deadline_s": LOAD_DEADLINE_S,
         "scheme": {
@@ -191,6 +192,7 @@ def build_spec(p: Plan, out_dir: Path) -> dict:
         "toggle": p.toggle,
         "swap_full": p.req.swap_full,
     }
+    return schema.check("reliability-spec", document)
 
 
 def _write_json(path: Path, data: dict) -> None:

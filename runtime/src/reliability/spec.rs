@@ -6,10 +6,11 @@
 use crate::reliability::toggle_plan::Toggle;
 use crate::spec::{Memory, Scheme, Swap};
 use anyhow::{bail, ensure, Context, Result};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReliabilitySpec {
     pub out_dir: PathBuf,
@@ -32,7 +33,7 @@ pub struct ReliabilitySpec {
     pub swap_full: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckerSpec {
     /// Checker processes, each in its own cgroup; one is killed mid-run
@@ -43,7 +44,7 @@ pub struct CheckerSpec {
     pub seed: u64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StressSpec {
     pub path: PathBuf,
@@ -51,6 +52,14 @@ pub struct StressSpec {
     pub workers: u32,
     /// `--vm-bytes` (all workers together), as a share of MemTotal.
     pub ram_ratio: f64,
+}
+
+/// The JSON Schema of a reliability spec.json, from the types above: what
+/// schemas/reliability-spec.schema.json holds (`pmr-guest schema
+/// reliability-spec`; a test keeps the two equal).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(ReliabilitySpec);
+    serde_json::to_string_pretty(&schema).expect("a schema serializes") + "\n"
 }
 
 impl ReliabilitySpec {
@@ -111,6 +120,15 @@ impl ReliabilitySpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_committed_schema_is_the_types() {
+        assert!(
+            include_str!("../../../schemas/reliability-spec.schema.json") == json_schema(),
+            "schemas/reliability-spec.schema.json is not the types' schema: run \
+             `make schemas` and commit it"
+        );
+    }
 
     const SPEC: &str = r#"{
         "out_dir": "/tmp/rel",

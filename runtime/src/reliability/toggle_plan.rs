@@ -9,10 +9,11 @@
 //! in `refused`, in which case a write that succeeds is the failure.
 
 use anyhow::{ensure, Result};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Toggle {
     pub path: PathBuf,
