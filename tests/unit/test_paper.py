@@ -51,7 +51,7 @@ def test_quick_plan(tmp_path):
     assert (p.reps, p.seed) == (1, 1)
     # no sweeps: quick mode checks the regime and shows pmr's direction
     assert [c.name for c in p.campaigns] == ["main", "devices", "floor"]
-    assert p.delta == [] and not p.reuse_main and not p.unit_from_delta
+    assert p.delta == [] and not p.unit_from_delta
     by_name = {c.name: c for c in p.campaigns}
     assert by_name["main"].schemes == ("original", "pmr")
     assert (by_name["main"].profile, by_name["devices"].profile) == ("pixel6pro", "pixel5")
@@ -99,7 +99,6 @@ def test_full_plan_runs_the_headline_schemes(tmp_path, monkeypatch):
     assert by_name["devices"].reps == by_name["delta"].reps == by_name["unit-pixel6pro"].reps == 1
     assert by_name["delta"].rounds == by_name["unit-pixel6pro"].rounds == 2
     assert [d.multiple for d in p.delta] == [1, 3, 5]
-    assert not p.reuse_main  # main runs 10 rounds, the sweeps 2
     # pmr as it is (delta 3x, the profile's 16 MB) runs once, in delta, for both sweeps
     assert p.unit_from_delta and p.main_unit_kb == 16384
     assert by_name["delta"].schemes == tuple(d.scheme for d in p.delta)
@@ -129,7 +128,6 @@ def test_thorough_plan_runs_everything_at_every_rep(tmp_path):
     assert (by_name["main"].rounds, by_name["devices"].rounds) == (10, 10)
     assert by_name["delta"].rounds == by_name["unit-pixel5"].rounds == 4
     assert [d.multiple for d in p.delta] == [1, 2, 3, 4, 5]
-    assert not p.reuse_main
     assert by_name["unit-pixel5"].profile == "pixel5"
     # pixel6pro's own unit (16 MB) comes from delta; pixel5 runs every unit
     assert by_name["unit-pixel5"].schemes == (
@@ -326,8 +324,7 @@ def quick_out(tmp_path_factory):
 
 
 # Quick mode runs no sweeps: paper.md's sweep figures are tested in a mode
-# that runs them at quick's size, main included, so that main's pmr runs are
-# the sweeps' kernel-default point (reuse_main).
+# that runs them at quick's size.
 SWEEPS_MODE = paper.Mode(
     "sweeps",
     default_reps=1,
@@ -399,7 +396,7 @@ def test_every_campaign_runs_into_its_own_results_dir(quick_out):
     assert result.failed_runs == 0
 
 
-def test_the_sweeps_campaigns_leave_out_what_main_ran(sweeps_out):
+def test_the_sweeps_run_their_kernel_default_point_once(sweeps_out):
     p, result, runner = sweeps_out
     assert [req.out.name for req in runner.calls] == [
         "main",
@@ -408,10 +405,13 @@ def test_the_sweeps_campaigns_leave_out_what_main_ran(sweeps_out):
         "unit-pixel6pro",
         "floor",
     ]
-    # the delta campaign runs 1x alone (3x is main's pmr): one point, no sweep
-    # plot of its own; paper.md's Fig. 15a has both
-    assert len(p.campaign("delta").schemes) == 1
-    assert not (p.out / "delta" / "plots" / f"sweep_{paper.DELTA_KEY}.png").exists()
+    # delta runs 1x and pmr as it is (3x, the kernel's default), which is also
+    # the unit sweep's point at the profile's own unit: the unit campaign runs
+    # the other unit alone, one point and no sweep plot of its own
+    assert p.unit_from_delta
+    assert p.campaign("delta").schemes[1] == paper.DEFAULT_PMR
+    assert p.campaign("unit-pixel6pro").schemes == (f"pmr@{paper.UNIT_KEY}=1024",)
+    assert not (p.out / "unit-pixel6pro" / "plots" / f"sweep_{paper.UNIT_KEY}.png").exists()
     assert result.failed_runs == 0
 
 
@@ -584,15 +584,15 @@ def test_fig15_sweeps(sweeps_out):
     fig15a = _rows(md, "Fig. 15a")
     assert [k for k in fig15a if k.endswith("x")] == ["1x", "3x"]
     assert fig15a["3x"][4] == "1"  # runs
-    # 3x (the kernel's default) is main's pmr, response 440 ms
-    assert fig15a["3x"][3] == "`pmr (main)`" and fig15a["3x"][5] == "440"
+    # 3x (the kernel's default) is pmr as it is, response 440 ms
+    assert fig15a["3x"][3] == f"`{paper.DEFAULT_PMR}`" and fig15a["3x"][5] == "440"
     assert fig15a["1x"][3].startswith("`pmr@pmr_victim_target_kbytes=")
     assert "kshrinkd reported it in main's pmr runs: 76.8 MB" in md
     assert "best unit by median peak throughput **1024 kB**" in md
     fig15b = _rows(md, "Fig. 15b")
-    own = str(profiles.load("pixel6pro").unmap_unit_kb)  # main's pmr, at the profile's unit
+    own = str(profiles.load("pixel6pro").unmap_unit_kb)  # delta's pmr, at the profile's unit
     assert [k for k in fig15b if k[0].isdigit()] == ["1024", "16384"]
-    assert fig15b[own][1] == "`pmr (main)`" and fig15b[own][3].startswith("3")
+    assert fig15b[own][1] == "`pmr (delta 3x)`" and fig15b[own][3].startswith("3")
     assert fig15b["1024"][1:4] == ["`pmr@pmr_unmap_unit_kbytes=1024`", "1", "50.0"]
 
 

@@ -50,8 +50,8 @@ TCG host (estimate_s, printed before anything starts):
 
 In full and thorough modes the sweeps' kernel-default point, pmr as it
 is (delta 3x, the main profile's unit), runs once, in `delta`, and the
-unit sweep takes it from there (unit_from_delta); a mode whose main ran
-the sweeps' rounds and reps would take it from main (reuse_main).
+unit sweep takes it from there (unit_from_delta). Main's pmr runs are
+never a sweep point: they run at other rounds than the sweeps.
 
 Resuming: a campaign subdirectory whose campaign.json has every run of its
 plan (ok or failed) is not run again; one cut off part-way is continued,
@@ -236,12 +236,9 @@ class PaperPlan:
     nr_to_reclaim_pages: int
     delta: list[DeltaPoint] = field(default_factory=list)
     main_scale: float = 1.0  # the main profile's guest/phone RAM ratio
-    # main's pmr runs are also the sweeps' kernel-default points (delta 3x,
-    # the main profile's unit): main and the sweeps share rounds and reps
-    reuse_main: bool = False
     main_unit_kb: int = 0  # the main profile's pmr.unmap_unit_kb
-    # else the delta sweep's kernel-default point (plain pmr) is also the
-    # unit sweep's point at main_unit_kb
+    # the delta sweep's kernel-default point (plain pmr) is also the unit
+    # sweep's point at main_unit_kb
     unit_from_delta: bool = False
 
     def campaign(self, name: str) -> CampaignSpec | None:
@@ -322,26 +319,23 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None, seed: int = 
     main_schemes = m.main_schemes or tuple(found)
     delta = delta_points(main_profile, m.delta_multiples)
     unit_schemes = tuple(f"pmr@{UNIT_KEY}={kb}" for kb in m.units_kb)
-    reuse_main = (main_rounds, reps) == (sweep_rounds, sweep_reps)
-    # Else the delta sweep runs its kernel-default point as plain pmr, which
-    # is also the unit sweep's point at the main profile's own unit: one
+    # The delta sweep runs its kernel-default point as plain pmr, which is
+    # also the unit sweep's point at the main profile's own unit: one
     # configuration, run once for both sweeps
     unit_from_delta = (
-        not reuse_main
-        and DEFAULT_DELTA in m.delta_multiples
-        and main_profile.unmap_unit_kb in m.units_kb
+        DEFAULT_DELTA in m.delta_multiples and main_profile.unmap_unit_kb in m.units_kb
     )
     main_units = tuple(
         f"pmr@{UNIT_KEY}={kb}"
         for kb in m.units_kb
-        if not ((reuse_main or unit_from_delta) and kb == main_profile.unmap_unit_kb)
+        if not (unit_from_delta and kb == main_profile.unmap_unit_kb)
     )
     if unit_from_delta:
         delta = [
             DeltaPoint(d.multiple, d.kbytes, DEFAULT_PMR) if d.multiple == DEFAULT_DELTA else d
             for d in delta
         ]
-    delta_run = tuple(d.scheme for d in delta if not (reuse_main and d.multiple == DEFAULT_DELTA))
+    delta_run = tuple(d.scheme for d in delta)
     campaigns = [
         CampaignSpec(
             "main",
@@ -416,7 +410,6 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None, seed: int = 
         guest_high_watermark_pages(main_profile),
         delta,
         main_profile.scale,
-        reuse_main,
         main_profile.unmap_unit_kb,
         unit_from_delta,
     )

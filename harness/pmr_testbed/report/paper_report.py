@@ -44,7 +44,6 @@ from ..analysis.metrics import RunMetrics
 from ..analysis.significance import permutation_p
 from ..config.paper import (
     BASELINE,
-    DEFAULT_DELTA,
     DEFAULT_PMR,
     DELTA_KEY,
     DEVICE_SCHEMES,
@@ -692,7 +691,6 @@ def _errorbar(ax, xs, entries, dotted, **style) -> None:
     campaign_report.errorbar(ax, xs, entries, dotted, **style)
 
 
-MAIN_PMR = "pmr (main)"  # a sweep point taken from main's pmr runs (plan.reuse_main)
 DELTA_PMR = "pmr (delta 3x)"  # the unit sweep's point taken from delta (plan.unit_from_delta)
 
 
@@ -704,15 +702,10 @@ def _measured(collected: dict[str, Collected], campaign: str, scheme: str) -> di
 
 
 def delta_rows(p: PaperPlan, collected: dict[str, Collected]) -> list[tuple]:
-    """(multiple, kB, scheme, entry or None) for each planned delta; with
-    reuse_main, the kernel's default (3x) is main's pmr."""
-    rows = []
-    for d in p.delta:
-        if p.reuse_main and d.multiple == DEFAULT_DELTA:
-            rows.append((d.multiple, d.kbytes, MAIN_PMR, _measured(collected, "main", "pmr")))
-        else:
-            rows.append((d.multiple, d.kbytes, d.scheme, _measured(collected, "delta", d.scheme)))
-    return rows
+    """(multiple, kB, scheme, entry or None) for each planned delta."""
+    return [
+        (d.multiple, d.kbytes, d.scheme, _measured(collected, "delta", d.scheme)) for d in p.delta
+    ]
 
 
 def plot_fig15a(p: PaperPlan, rows: list[tuple], path: Path) -> None:
@@ -754,7 +747,7 @@ def plot_fig15a(p: PaperPlan, rows: list[tuple], path: Path) -> None:
 
 def unit_points(p: PaperPlan, collected: dict[str, Collected]) -> dict[str, list[tuple]]:
     """{profile: [(unit kB, scheme, entry or None)]} for each unit campaign,
-    by unit; with reuse_main, the main profile's own unit is main's pmr."""
+    by unit; with unit_from_delta, the main profile's own unit is delta's pmr."""
     out = {}
     for name, c in collected.items():
         if not name.startswith("unit-"):
@@ -767,9 +760,7 @@ def unit_points(p: PaperPlan, collected: dict[str, Collected]) -> dict[str, list
             )
             for scheme in c.spec.schemes
         ]
-        if p.reuse_main and c.spec.profile == MAIN_PROFILE:
-            points.append((float(p.main_unit_kb), MAIN_PMR, _measured(collected, "main", "pmr")))
-        elif p.unit_from_delta and c.spec.profile == MAIN_PROFILE:
+        if p.unit_from_delta and c.spec.profile == MAIN_PROFILE:
             points.append(
                 (float(p.main_unit_kb), DELTA_PMR, _measured(collected, "delta", DEFAULT_PMR))
             )
@@ -1404,12 +1395,6 @@ def sweep_lines(
             else ""
         )
         + (
-            f" `{MAIN_PMR}`: main's pmr runs (same rounds and reps as this sweep in this "
-            "mode), whose victim target is the kernel's default (0)."
-            if p.reuse_main
-            else ""
-        )
-        + (
             f" The 3x point is `{DEFAULT_PMR}` as it is, the kernel's default (0), which is also "
             "the unit sweep's point at the profile's own unit."
             if p.unit_from_delta
@@ -1424,12 +1409,6 @@ def sweep_lines(
         "",
         f"pmr with `{UNIT_KEY}` at each unit. The paper (§5.5): the best unit is 1 MB on the "
         "Pixel 5 and 10 MB on the Pixel 6 Pro."
-        + (
-            f" `{MAIN_PMR}`: main's pmr runs (same rounds and reps in this mode), at "
-            f"{MAIN_PROFILE}'s own unit ({p.main_unit_kb} kB)."
-            if p.reuse_main
-            else ""
-        )
         + (
             f" `{DELTA_PMR}`: the delta sweep's `{DEFAULT_PMR}` runs, at {MAIN_PROFILE}'s own "
             f"unit ({p.main_unit_kb} kB)."
