@@ -104,7 +104,7 @@ def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
         )
         return vm.BootResult(0, f"[ 1.0] booted\n{line}\n", 30.0)
 
-    monkeypatch.setattr(dilation.guest, "boot", boot)
+    monkeypatch.setattr(dilation.vm, "boot", boot)
     d = dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path)
     assert consoles == [
         "dilation-console-1.log",
@@ -115,7 +115,7 @@ def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
     assert d.guest_fault_ns_per_page == 34000.0
     assert d.guest_ns_per_page_boots == [400.0, 660.0, 420.0]
     # cached with its boots, and loaded again without booting
-    monkeypatch.setattr(dilation.guest, "boot", None)
+    monkeypatch.setattr(dilation.vm, "boot", None)
     assert dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path) == d
     summary = {
         "scenario": "paper",
