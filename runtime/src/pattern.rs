@@ -44,7 +44,8 @@ pub fn fill_file_page(buf: &mut [u8], salt: u64, page: usize) {
     }
 }
 
-fn splitmix64(mut z: u64) -> u64 {
+/// SplitMix64's output function: one well-mixed word from another.
+pub fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -72,6 +72,41 @@ pub enum SchedPolicy {
     Normal,
 }
 
+impl Scheme {
+    /// What serde cannot check; shared with the reliability spec.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(p) = self.policies.first() {
+            bail!("unknown scheme policy {p:?}: the guest runtime has no policies yet");
+        }
+        for knob in &self.knobs {
+            ensure!(
+                knob.path.is_absolute(),
+                "knob path {} is not absolute",
+                knob.path.display()
+            );
+        }
+        for k in &self.kthreads {
+            k.validate()?;
+        }
+        Ok(())
+    }
+}
+
+impl Memory {
+    pub fn validate(&self) -> Result<()> {
+        ensure!(self.swappiness <= 200, "memory.swappiness must be 0..=200");
+        Ok(())
+    }
+}
+
+impl Swap {
+    pub fn validate(&self) -> Result<()> {
+        ensure!(!self.serial.is_empty(), "swap.serial is empty");
+        ensure!(non_negative(self.zram_mb), "swap.zram_mb must be >= 0");
+        Ok(())
+    }
+}
+
 impl KthreadSched {
     pub fn validate(&self) -> Result<()> {
         ensure!(!self.comm.is_empty(), "scheme kthreads: comm is empty");
@@ -320,29 +355,13 @@ impl Spec {
             self.work_iters_per_ms > 0.0,
             "work_iters_per_ms must be > 0"
         );
-        if let Some(p) = self.scheme.policies.first() {
-            bail!("unknown scheme policy {p:?}: the guest runtime has no policies yet");
-        }
-        for knob in &self.scheme.knobs {
-            ensure!(
-                knob.path.is_absolute(),
-                "knob path {} is not absolute",
-                knob.path.display()
-            );
-        }
-        for k in &self.scheme.kthreads {
-            k.validate()?;
-        }
-        ensure!(
-            self.memory.swappiness <= 200,
-            "memory.swappiness must be 0..=200"
-        );
-        ensure!(!self.swap.serial.is_empty(), "swap.serial is empty");
+        self.scheme.validate()?;
+        self.memory.validate()?;
+        self.swap.validate()?;
         ensure!(
             !self.data_disk.serial.is_empty(),
             "data_disk.serial is empty"
         );
-        ensure!(non_negative(self.swap.zram_mb), "swap.zram_mb must be >= 0");
         self.validate_lmkd()?;
         ensure!(
             self.metrics.interval_ms > 0.0,

@@ -8,7 +8,7 @@
 //! keyed by its own pass), another page's content or a flipped bit all fail
 //! `verify`, and the mismatch says what the page looks like instead.
 
-use crate::pattern::PAGE_SIZE;
+use crate::pattern::{splitmix64, PAGE_SIZE};
 use std::fmt;
 
 pub const PAGE_WORDS: usize = PAGE_SIZE / 8;
@@ -185,13 +185,6 @@ impl fmt::Display for Mismatch {
             self.looks_like
         )
     }
-}
-
-fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]
