@@ -552,3 +552,19 @@ def fake_bzimage(path: Path, payload: bytes = b"") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"\0" * 0x202 + b"HdrS" + payload)
     return path
+
+
+def kills_campaign(results_dir: Path, kills: dict[str, list[int]]) -> Path:
+    """A results directory whose scheme's rep i has kills[scheme][i-1] kills
+    and ten direct reclaims per kill, every run ok."""
+    runs = []
+    for scheme, per_rep in kills.items():
+        for rep, n in enumerate(per_rep, start=1):
+            write_run(
+                results_dir / "runs" / f"{scheme}-r{rep}",
+                kills=[kill("firefox", "low_swap_and_thrashing")] * n,
+                vmstat_increments={"allocstall_normal": 10 * n, "pswpout": 256 * rep},
+            )
+            runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
+    reps = max(len(v) for v in kills.values())
+    return write_campaign(results_dir, list(kills), runs, reps=reps)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fakerun import kill, write_campaign, write_run
+from fakerun import kills_campaign
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -166,16 +166,8 @@ def test_resume_needs_out():
     assert res.returncode == 2 and len(lines) == 1 and "--resume needs --out" in lines[0]
 
 
-def _two_scheme_campaign(d: Path) -> Path:
-    runs = []
-    for scheme, kills in (("original", 4), ("pmr", 1)):
-        write_run(d / "runs" / f"{scheme}-r1", kills=[kill("maps", "low_swap")] * kills)
-        runs.append({"scheme": scheme, "rep": 1, "status": "ok"})
-    return write_campaign(d, ["original", "pmr"], runs, reps=1)
-
-
 def test_compare_prints_the_schemes_side_by_side(tmp_path):
-    d = _two_scheme_campaign(tmp_path / "c")
+    d = kills_campaign(tmp_path / "c", {"original": [4], "pmr": [1]})
     res = pmrtb("compare", str(d), "--figure", "kills", "--figure", "allocstall")
     assert res.returncode == 0, res.stderr
     assert "| figure | original (base) | pmr |" in res.stdout
@@ -191,7 +183,7 @@ def test_compare_prints_the_schemes_side_by_side(tmp_path):
     ],
 )
 def test_compare_refuses_bad_input_in_one_line(tmp_path, args, message):
-    d = _two_scheme_campaign(tmp_path / "c")
+    d = kills_campaign(tmp_path / "c", {"original": [4], "pmr": [1]})
     res = pmrtb("compare", str(d), *args)
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert res.returncode == 2 and len(lines) == 1 and message in lines[0], res.stderr

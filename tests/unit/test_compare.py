@@ -3,29 +3,13 @@ and one clear line for bad input."""
 
 import pytest
 
-from fakerun import kill, write_campaign, write_run
+from fakerun import kills_campaign
 from pmr_testbed.errors import UserError
 from pmr_testbed.report import compare
 
-KILL = kill("firefox", "low_swap_and_thrashing")
-
-
-def _campaign(d, kills: dict[str, list[int]]):
-    """A results dir whose scheme's rep i has kills[scheme][i-1] kills."""
-    runs = []
-    for scheme, per_rep in kills.items():
-        for rep, n in enumerate(per_rep, start=1):
-            write_run(
-                d / "runs" / f"{scheme}-r{rep}",
-                kills=[KILL] * n,
-                vmstat_increments={"allocstall_normal": 10 * n, "pswpout": 256 * rep},
-            )
-            runs.append({"scheme": scheme, "rep": rep, "status": "ok"})
-    return write_campaign(d, list(kills), runs, reps=max(len(v) for v in kills.values()))
-
 
 def test_one_campaign_compares_its_schemes_paired_by_rep(tmp_path):
-    d = _campaign(tmp_path / "c", {"original": [10, 20, 40], "pmr": [5, 20, 10]})
+    d = kills_campaign(tmp_path / "c", {"original": [10, 20, 40], "pmr": [5, 20, 10]})
     cols = compare.columns([d])
     assert [c.label for c in cols] == ["original", "pmr"]
     table = compare.compare(cols, ["kills", "allocstall"])
@@ -41,15 +25,15 @@ def test_one_campaign_compares_its_schemes_paired_by_rep(tmp_path):
 
 
 def test_paired_differs_from_the_ratio_of_medians(tmp_path):
-    d = _campaign(tmp_path / "c", {"original": [10, 20, 40], "pmr": [20, 10, 30]})
+    d = kills_campaign(tmp_path / "c", {"original": [10, 20, 40], "pmr": [20, 10, 30]})
     _, pmr = compare.compare(compare.columns([d]), ["kills"])["kills"]
     assert pmr.ratio == pytest.approx(1.0)  # 20 / 20
     assert pmr.paired == pytest.approx(0.75)  # median of 2.0, 0.5, 0.75
 
 
 def test_two_directories_and_a_base_by_label(tmp_path):
-    a = _campaign(tmp_path / "a", {"original": [10, 10, 10], "pmr": [5, 5, 5]})
-    b = _campaign(tmp_path / "b", {"pmr": [4, 4, 4]})
+    a = kills_campaign(tmp_path / "a", {"original": [10, 10, 10], "pmr": [5, 5, 5]})
+    b = kills_campaign(tmp_path / "b", {"pmr": [4, 4, 4]})
     cols = compare.columns([a, b], ["pmr"])
     assert [c.label for c in cols] == ["a:pmr", "b:pmr"]
     base = compare.pick_base(cols, "b:pmr")
@@ -62,13 +46,13 @@ def test_two_directories_and_a_base_by_label(tmp_path):
 
 
 def test_directories_of_the_same_name_are_told_apart(tmp_path):
-    a = _campaign(tmp_path / "x" / "main", {"original": [1]})
-    b = _campaign(tmp_path / "y" / "main", {"original": [2]})
+    a = kills_campaign(tmp_path / "x" / "main", {"original": [1]})
+    b = kills_campaign(tmp_path / "y" / "main", {"original": [2]})
     assert [c.label for c in compare.columns([a, b])] == ["x/main:original", "y/main:original"]
 
 
 def test_one_rep_gives_no_spread_no_pairs_note_and_no_p(tmp_path):
-    d = _campaign(tmp_path / "c", {"original": [10], "pmr": [5]})
+    d = kills_campaign(tmp_path / "c", {"original": [10], "pmr": [5]})
     cols = compare.columns([d])
     table = compare.compare(cols, ["kills"])
     assert table["kills"][1].p_value is None
@@ -77,7 +61,7 @@ def test_one_rep_gives_no_spread_no_pairs_note_and_no_p(tmp_path):
 
 
 def test_a_figure_only_some_runs_have_is_a_dash_where_missing(tmp_path):
-    d = _campaign(tmp_path / "c", {"original": [10], "pmr": [5]})
+    d = kills_campaign(tmp_path / "c", {"original": [10], "pmr": [5]})
     cols = compare.columns([d])
     cols[0].runs[0].metrics.response_by_app.clear()
     cols[1].runs[0].metrics.response_by_app["maps"] = 120.0
@@ -101,17 +85,17 @@ def test_bad_input_is_one_clear_error(tmp_path, setup, args, message):
     if setup == "empty":
         d.mkdir()
     elif setup == "paper":
-        _campaign(d / "main", {"original": [1]})
+        kills_campaign(d / "main", {"original": [1]})
     elif setup == "one":
-        _campaign(d, {"original": [1]})
+        kills_campaign(d, {"original": [1]})
     elif setup == "two":
-        _campaign(d, {"original": [1], "pmr": [1]})
+        kills_campaign(d, {"original": [1], "pmr": [1]})
     with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
         compare.columns([d], **args)
 
 
 def test_unknown_base_and_unknown_figure_are_refused(tmp_path):
-    d = _campaign(tmp_path / "c", {"original": [1], "pmr": [1]})
+    d = kills_campaign(tmp_path / "c", {"original": [1], "pmr": [1]})
     cols = compare.columns([d])
     with pytest.raises(UserError, match="--base mglru: no such column; columns: original, pmr"):
         compare.pick_base(cols, "mglru")

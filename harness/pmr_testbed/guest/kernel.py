@@ -240,31 +240,31 @@ def _config_fragments(flavour: str) -> list[Path]:
     return [paths.CONFIG_DIR / f for f in FLAVOURS[flavour]]
 
 
+def _config_options(text: str) -> dict[str, str]:
+    """CONFIG_X -> value ('n' for 'is not set') in a .config or a fragment."""
+    options: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        m = re.match(r"^# (CONFIG_\w+) is not set$", line)
+        if m:
+            options[m.group(1)] = "n"
+        elif line.startswith("CONFIG_"):
+            k, _, v = line.partition("=")
+            options[k] = v
+    return options
+
+
 def _requested_options(fragments: list[Path]) -> dict[str, str]:
-    """CONFIG_X -> value ('n' for 'is not set') as the fragments ask."""
+    """CONFIG_X -> value as the fragments ask, the last one winning."""
     want: dict[str, str] = {}
     for frag in fragments:
-        for line in frag.read_text().splitlines():
-            line = line.strip()
-            m = re.match(r"^# (CONFIG_\w+) is not set$", line)
-            if m:
-                want[m.group(1)] = "n"
-            elif line.startswith("CONFIG_"):
-                k, _, v = line.partition("=")
-                want[k] = v
+        want |= _config_options(frag.read_text())
     return want
 
 
 def check_config(obj: Path, fragments: list[Path]) -> None:
     """Fail if Kconfig silently dropped an option the fragments ask for."""
-    have: dict[str, str] = {}
-    for line in (obj / ".config").read_text().splitlines():
-        m = re.match(r"^# (CONFIG_\w+) is not set$", line)
-        if m:
-            have[m.group(1)] = "n"
-        elif line.startswith("CONFIG_"):
-            k, _, v = line.partition("=")
-            have[k] = v
+    have = _config_options((obj / ".config").read_text())
     missing = [
         f"{k}={v} (got {have.get(k, 'n')})"
         for k, v in _requested_options(fragments).items()

@@ -29,12 +29,13 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ..analysis.significance import permutation_p
 from ..errors import UserError
 from .campaign_report import fmt, md_table
-from .summary import RATIO_FIGURES, Run, load_campaign, load_runs, run_figures
+from .summary import RATIO_FIGURES, FigPath, Run, load_campaign, load_runs, run_figures
 
 DEFAULT_FIGURES = RATIO_FIGURES
 
@@ -46,14 +47,19 @@ class Column:
     scheme: str
     runs: list[Run]
 
+    @cached_property
+    def figures(self) -> dict[int, dict[FigPath, float | None]]:
+        """Each run's figures (summary.run_figures), by repetition, made once."""
+        return {r.rep: run_figures(r.metrics) for r in self.runs}
+
     def values(self, figure: str) -> dict[int, float]:
         """The figure's value in each run that has it, by repetition."""
         path = tuple(figure.split("."))
         found = {}
-        for r in self.runs:
-            value = run_figures(r.metrics).get(path)
+        for rep, figures in self.figures.items():
+            value = figures.get(path)
             if isinstance(value, int | float):
-                found[r.rep] = value
+                found[rep] = value
         return found
 
 
@@ -135,8 +141,8 @@ def check_figures(cols: list[Column], figures: list[str]) -> None:
     any column has."""
     have: set[tuple[str, ...]] = set()
     for c in cols:
-        for r in c.runs:
-            have |= set(run_figures(r.metrics))
+        for figures in c.figures.values():
+            have |= set(figures)
     if not have:
         raise UserError("no column has an ok run: nothing to compare")
     missing = [f for f in figures if tuple(f.split(".")) not in have]

@@ -375,12 +375,11 @@ def validate_summary(d: dict) -> list[str]:
         if len(entry.get("by_rep") or []) != entry["runs"]:
             problems.append(f"schemes.{name}.by_rep: needs one row per run ({entry['runs']})")
         for dotted, mm in (entry.get("spread") or {}).items():
-            if (
-                isinstance(mm, dict)
-                and isinstance(mm.get("min"), int | float)
-                and (isinstance(mm.get("max"), int | float) and mm["min"] > mm["max"])
-            ):
-                problems.append(f"schemes.{name}.spread.{dotted}: min > max")
+            try:
+                if mm["min"] > mm["max"]:
+                    problems.append(f"schemes.{name}.spread.{dotted}: min > max")
+            except (KeyError, TypeError):
+                pass  # not two numbers: the schema's problem, listed above
     for name in d.get("ratios") or {}:
         if name not in (d.get("schemes") or {}) or name == BASELINE:
             problems.append(f"ratios.{name}: not a compared scheme")

@@ -153,7 +153,9 @@ def parse_kernels(specs: list[str]) -> tuple[tuple[str, Path], ...]:
     return tuple(kernels)
 
 
-def variants(scheme_list: list[schemes.Scheme], kernels) -> list[Variant]:
+def variants(
+    scheme_list: list[schemes.Scheme], kernels: tuple[tuple[str, Path], ...]
+) -> list[Variant]:
     """Every scheme on every named kernel (kernel by kernel), or each scheme
     on the testbed kernel when there are none."""
     if not kernels:
