@@ -141,8 +141,8 @@ def check_figures(cols: list[Column], figures: list[str]) -> None:
     any column has."""
     have: set[tuple[str, ...]] = set()
     for c in cols:
-        for figures in c.figures.values():
-            have |= set(figures)
+        for run in c.figures.values():
+            have |= set(run)
     if not have:
         raise UserError("no column has an ok run: nothing to compare")
     missing = [f for f in figures if tuple(f.split(".")) not in have]
