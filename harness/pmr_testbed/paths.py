@@ -9,6 +9,7 @@ from .errors import UserError
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL_DIR = ROOT / "kernel"
 PATCHES_DIR = KERNEL_DIR / "patches"
+BASELINES_DIR = KERNEL_DIR / "baselines"  # other schemes' kernel series
 CONFIG_DIR = KERNEL_DIR / "config"
 PROFILES_DIR = ROOT / "profiles"
 SCENARIOS_DIR = ROOT / "scenarios"

@@ -98,13 +98,24 @@ def _git(*args: str) -> str:
 
 
 def series_files() -> list[Path]:
-    return sorted(p for p in paths.PATCHES_DIR.glob("*.patch") if not p.name.startswith("0000-"))
+    """PMR's series (kernel/patches, but its cover letter), then each
+    baseline's (kernel/baselines/<name>/, by name): the baselines are other
+    kernels' answers to the same problem, kept apart from PMR's series."""
+    pmr = sorted(p for p in paths.PATCHES_DIR.glob("*.patch") if not p.name.startswith("0000-"))
+    baselines = sorted(paths.BASELINES_DIR.glob("*/*.patch"), key=lambda p: (p.parent.name, p.name))
+    return pmr + baselines
+
+
+def series_name(patch: Path) -> str:
+    """A patch as campaign.json's kernel `series` lists it: PMR's by file
+    name, a baseline's as <baseline>/<file>."""
+    return patch.name if patch.parent == paths.PATCHES_DIR else f"{patch.parent.name}/{patch.name}"
 
 
 def _digest(files: list[Path]) -> str:
     h = hashlib.sha256()
     for f in files:
-        h.update(f.name.encode())
+        h.update(series_name(f).encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -195,7 +206,7 @@ def apply_series(state: dict) -> list[str]:
     files = series_files()
     digest = _digest(files)
     if state.get("series") == digest and _git("rev-parse", "--abbrev-ref", "HEAD") == "pmr":
-        return [f.name for f in files]
+        return [series_name(f) for f in files]
     _git("checkout", "-q", "-f", "-B", "pmr", "pristine")
     if files:
         res = subprocess.run(
@@ -218,11 +229,11 @@ def apply_series(state: dict) -> list[str]:
         if res.returncode != 0:
             subprocess.run(["git", "-C", str(SRC_DIR), "am", "--abort"], capture_output=True)
             raise UserError(
-                f"the series in {paths.PATCHES_DIR} does not apply to "
+                f"the series in {paths.PATCHES_DIR} and {paths.BASELINES_DIR} does not apply to "
                 f"linux-source-6.1: {res.stdout.strip()} {res.stderr.strip()}"
             )
     state["series"] = digest
-    return [f.name for f in files]
+    return [series_name(f) for f in files]
 
 
 def kernel_version_of(src: Path) -> str:
