@@ -12,7 +12,7 @@ SCHEMES ?= original,mglru,pps,pmr
 OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
 
 .PHONY: setup main test lint unit-test integration-test kernel debug-kernel smoke reliability \
-	pmr-reliability pmr-faults pmr-debug debug-probes unit-sweep paper paper-quick paper-thorough \
+	pmr-reliability pmr-faults pmr-debug kswapd-threads-reliability debug-probes unit-sweep paper paper-quick paper-thorough \
 	schemas
 
 setup:
@@ -87,6 +87,19 @@ pmr-debug: setup
 	$(PMRTB) reliability --profile pixel5 --scheme pmr --flavour debug $(PMR_TOGGLE) \
 		--swap-factor 2 $(RELIABILITY_ARGS)
 	$(MAKE) debug-probes STAMP=$(STAMP)
+
+# The kswapd-threads baseline (kernel/baselines/kswapd-threads): its knob
+# switched between 1, 2 and 4 threads under heavy swapping (0 and 17 are
+# out of range and must be refused), then `smoke` on the debug kernel.
+KSWAPD_TOGGLE = --toggle /proc/sys/vm/kswapd_threads=1,4,2,0,17 --toggle-refused 0,17 \
+	--toggles 100
+
+kswapd-threads-reliability: setup
+	$(PMRTB) reliability --profile pixel5 --scheme kswapd-threads $(KSWAPD_TOGGLE) \
+		$(RELIABILITY_ARGS)
+	$(PMRTB) build-kernel --flavour debug
+	$(PMRTB) run --scenario smoke --profile pixel5 --schemes kswapd-threads --reps 1 \
+		--flavour debug --out results/debug-smoke-kswapd-threads-$(STAMP)
 
 # Every probe of DEBUG_PROBES runs; the target fails if any did not pass.
 debug-probes: setup

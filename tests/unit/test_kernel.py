@@ -69,3 +69,27 @@ def test_a_kernel_image_is_told_by_its_boot_header(tmp_path):
         kernel.check_bzimage(tmp_path, "--kernel x")
     with pytest.raises(UserError, match=r"--kernel x: no such kernel image"):
         kernel.check_bzimage(tmp_path / "none", "--kernel x")
+
+
+def test_baselines_apply_after_pmrs_series_and_are_named_by_folder(tmp_path, monkeypatch):
+    pmr, baselines = tmp_path / "patches", tmp_path / "baselines"
+    for f in (
+        pmr / "0000-cover-letter.patch",
+        pmr / "0002-b.patch",
+        pmr / "0001-a.patch",
+        baselines / "zeta" / "0001-z.patch",
+        baselines / "alpha" / "0002-y.patch",
+        baselines / "alpha" / "0001-x.patch",
+    ):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(f.name)
+    monkeypatch.setattr(kernel.paths, "PATCHES_DIR", pmr)
+    monkeypatch.setattr(kernel.paths, "BASELINES_DIR", baselines)
+    names = [kernel.series_name(p) for p in kernel.series_files()]
+    assert names == [
+        "0001-a.patch",
+        "0002-b.patch",
+        "alpha/0001-x.patch",
+        "alpha/0002-y.patch",
+        "zeta/0001-z.patch",
+    ]

@@ -229,7 +229,8 @@ def apply_series(state: dict) -> list[str]:
         if res.returncode != 0:
             subprocess.run(["git", "-C", str(SRC_DIR), "am", "--abort"], capture_output=True)
             raise UserError(
-                f"the series in {paths.PATCHES_DIR} and {paths.BASELINES_DIR} does not apply to "
+                f"the series in {paths.PATCHES_DIR} and {paths.BASELINES_DIR} "
+                "does not apply to "
                 f"linux-source-6.1: {res.stdout.strip()} {res.stderr.strip()}"
             )
     state["series"] = digest
