@@ -90,7 +90,8 @@ pmr-debug: setup
 
 # The kswapd-threads baseline (kernel/baselines/kswapd-threads): its knob
 # switched between 1, 2 and 4 threads under heavy swapping (0 and 17 are
-# out of range and must be refused), then `smoke` on the debug kernel.
+# out of range and must be refused), then on the debug kernel `smoke` and
+# the same toggling with 2 x RAM swapped.
 KSWAPD_TOGGLE = --toggle /proc/sys/vm/kswapd_threads=1,4,2,0,17 --toggle-refused 0,17 \
 	--toggles 100
 
@@ -100,6 +101,8 @@ kswapd-threads-reliability: setup
 	$(PMRTB) build-kernel --flavour debug
 	$(PMRTB) run --scenario smoke --profile pixel5 --schemes kswapd-threads --reps 1 \
 		--flavour debug --out results/debug-smoke-kswapd-threads-$(STAMP)
+	$(PMRTB) reliability --profile pixel5 --scheme kswapd-threads --flavour debug \
+		$(KSWAPD_TOGGLE) --swap-factor 2 $(RELIABILITY_ARGS)
 
 # Every probe of DEBUG_PROBES runs; the target fails if any did not pass.
 debug-probes: setup

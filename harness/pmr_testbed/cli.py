@@ -6,7 +6,7 @@ pmrtb run --scenario paper --profile pixel6pro --schemes original,mglru --reps 3
 pmrtb report results/<dir>
 pmrtb regime DIR
 pmrtb compare DIR... [--figure PATH]... [--schemes A,B] [--base LABEL]
-pmrtb paper --out DIR [--quick | --thorough] [--reps N] [--seed S]
+pmrtb paper --out DIR [--quick | --thorough] [--reps N] [--seed S] [--peers]
 pmrtb reliability --profile pixel5 --scheme original [--toggle PATH=V1,V2,...]
                   [--swap-full] [--swap-write-errors]
 pmrtb probe NAME [ARGS...] [--flavour testbed|debug] [--kernel BZIMAGE] [--out DIR]
@@ -276,6 +276,12 @@ def paper(
         "or more, default 3; quick: default 1)",
     ),
     seed: int = typer.Option(1, help="seed of app order and dwell times, same for every run"),
+    peers: bool = typer.Option(
+        False,
+        "--peers",
+        help="main also runs what users deploy instead of PMR "
+        f"({', '.join(paper_mod.PEER_SCHEMES)}): `reps` more runs per peer",
+    ),
 ) -> None:
     """The PMR paper's evaluation (§3.2, §5): every campaign, then DIR/paper.md."""
     if quick and thorough:
@@ -284,7 +290,7 @@ def paper(
             "the full (~2 h) run"
         )
     mode = "quick" if quick else "thorough" if thorough else "full"
-    plan = paper_mod.plan(out, mode=mode, reps=reps, seed=seed)
+    plan = paper_mod.plan(out, mode=mode, reps=reps, seed=seed, peers=peers)
     state = paper_mod.statuses(plan)
     for line in paper_mod.estimate_lines(plan, state):
         typer.echo(line)

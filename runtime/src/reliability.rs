@@ -46,6 +46,7 @@ pub mod checker;
 pub mod checker_fate;
 pub mod checker_handle;
 pub mod checks;
+pub mod knob_effect;
 pub mod knob_toggler;
 pub mod memcg_lifetime;
 pub mod report;

@@ -92,6 +92,7 @@ def test_full_plan_runs_the_headline_schemes(tmp_path, monkeypatch):
         "pps",
         "pmr",
         "ice",
+        "kswapd-threads",
     )
     # the headline ratios get their repetitions, the figures beside them one
     assert p.reps == by_name["main"].reps == 3
@@ -115,6 +116,34 @@ def test_full_plan_runs_the_headline_schemes(tmp_path, monkeypatch):
     )
     four = paper.plan(tmp_path / "out", reps=4)
     assert four.reps == four.campaign("main").reps == 4 and four.campaign("delta").reps == 1
+
+
+def test_peers_join_main_and_the_estimate(tmp_path):
+    full, with_peers = paper.plan(tmp_path / "a"), paper.plan(tmp_path / "b", peers=True)
+    assert with_peers.campaign("main").schemes == (*paper.FULL_MAIN_SCHEMES, *paper.PEER_SCHEMES)
+    # only main changes, and it costs `reps` more runs per peer
+    assert [c for c in with_peers.campaigns if c.name != "main"] == [
+        c for c in full.campaigns if c.name != "main"
+    ]
+    extra = paper.estimate_s(with_peers.campaign("main")) - paper.estimate_s(full.campaign("main"))
+    assert extra == pytest.approx(
+        3 * len(paper.PEER_SCHEMES) * paper.run_seconds(paper.MAIN_PROFILE, 10)
+    )
+    quick = paper.plan(tmp_path / "q", mode="quick", peers=True)
+    assert quick.campaign("main").schemes == ("original", "pmr", *paper.PEER_SCHEMES)
+    # thorough runs every scheme file already: no scheme twice
+    thorough = paper.plan(tmp_path / "t", mode="thorough", peers=True).campaign("main").schemes
+    assert len(thorough) == len(set(thorough)) and "kswapd-threads" in thorough
+
+
+def test_a_missing_peer_is_refused(tmp_path, monkeypatch):
+    schemes_dir = tmp_path / "schemes"
+    shutil.copytree(paths.SCHEMES_DIR, schemes_dir)
+    (schemes_dir / "kswapd-threads.toml").unlink()
+    monkeypatch.setattr(paths, "SCHEMES_DIR", schemes_dir)
+    paper.plan(tmp_path / "ok")  # the peers are asked for only with --peers
+    with pytest.raises(UserError, match=r"schemes/kswapd-threads.toml is missing"):
+        paper.plan(tmp_path / "out", peers=True)
 
 
 def test_thorough_plan_runs_everything_at_every_rep(tmp_path):
@@ -228,6 +257,8 @@ FIGURES = {
     "mglru": (900, 22, 8, 80, 8.0, None, 24000, None),
     "pps": (700, 30, 4, 50, 5.0, 5.2, 27000, (6, 2)),
     "pmr": (450, 36, 1, 60, 6.0, 4.5, 27000, (5, 1)),
+    # a peer (--peers): its 14 s of kswapd CPU split over two threads
+    "kswapd-threads": (800, 26, 6, 40, 14.0, None, 26000, None),
 }
 # pmr's response time and peak throughput per rep: ratios 0.44, 0.45, 0.47 and 1.8, 1.8, 2.1
 PMR_RESPONSE = {1: 440, 2: 450, 3: 470}
@@ -274,6 +305,8 @@ def make_run(profile: str, scheme: str, rep: int) -> dict:
                 )
             )
     threads = {"kswapd0": kswapd, **({"kshrinkd0": kshrinkd} if kshrinkd else {})}
+    if part.base == "kswapd-threads":  # vm.kswapd_threads=2: kswapd0 and kswapd0:1
+        threads = {"kswapd0": kswapd / 2, "kswapd0:1": kswapd / 2}
     vmstat = {"allocstall_normal": allocstall, "pswpout": pswpout}
     vmstat_keys = PMR_VMSTAT_KEYS
     if profile == paper.FLOOR_PROFILE:  # the floor: how fast the apps demand memory
@@ -786,6 +819,58 @@ def test_headline_ratios_pair_reps_and_mark_targets(main_3reps):
     of_disk = ratios["peak_of_disk"]
     assert of_disk["values"] == pytest.approx([0.72, 0.84], rel=1e-2)
     assert of_disk["status"] == "met" and of_disk["base"] == paper_report.DISK
+
+
+@pytest.fixture(scope="module")
+def main_peers(tmp_path_factory):
+    """A main campaign of 2 reps of original, pmr and the peer kswapd-threads."""
+    d = tmp_path_factory.mktemp("peers") / "main"
+    spec = paper.CampaignSpec("main", "", "pixel6pro", ("original", "pmr", "kswapd-threads"), 2, 10)
+    runs = []
+    for rep in (1, 2):
+        for scheme in spec.schemes:
+            write_run(d / "runs" / f"{scheme}-r{rep}", **make_run("pixel6pro", scheme, rep))
+            runs.append({"scheme": scheme, "rep": rep, "status": "ok", "error": None})
+    write_campaign(
+        d, list(spec.schemes), runs, scenario="paper", profile="pixel6pro", seed=1, rounds=10
+    )
+    summary, ok = paper_report.build_summary(d)
+    return {"main": paper_report.Collected(spec, "finished", summary, ok, 6)}
+
+
+def test_peers_are_paired_against_original_and_pmr(main_peers, main_3reps, tmp_path):
+    peers = paper_report.peer_ratios(main_peers)
+    assert list(peers) == ["kswapd-threads"]
+    rows = {r["figure"]: r for r in peers["kswapd-threads"]}
+    response = rows["response_ms.mean"]
+    assert response["peer_over_original"]["values"] == pytest.approx([0.8, 0.8])
+    assert response["pmr_over_original"]["values"] == pytest.approx([0.44, 0.45])
+    assert response["pmr_over_peer"]["values"] == pytest.approx([440 / 800, 450 / 800])
+    # the paper gives no number to meet
+    assert response["peer_over_original"]["status"] == "no target"
+    # both kswapd threads count: (7 + 7) / 10
+    cpu = rows[paper_report.CPU_KK]
+    assert cpu["peer_over_original"]["median"] == pytest.approx(1.4)
+    assert cpu["pmr_over_peer"]["median"] == pytest.approx(10.5 / 14)
+    assert rows["kills"]["pmr_over_peer"]["median"] == pytest.approx(1 / 6)
+    p = paper.plan(tmp_path / "out", peers=True)
+    collected = {c.name: paper_report.Collected(c, "missing") for c in p.campaigns} | main_peers
+    md = paper_report.render(p, collected, paper_report.headline_ratios(collected))
+    table = _rows(md, "kswapd-threads")
+    assert table["LMKD kills"][1:] == [
+        "0.600 [0.600, 0.600] (2 reps)",
+        "0.100 [0.100, 0.100] (2 reps)",
+        "0.167 [0.167, 0.167] (2 reps)",
+    ]
+    assert paper_report.paper_summary(p, collected, {})["peers"] == peers
+    # a main campaign without peers has no such section
+    assert paper_report.peer_ratios(main_3reps) == {}
+    plain = paper.plan(tmp_path / "plain")
+    collected = {c.name: paper_report.Collected(c, "missing") for c in plain.campaigns}
+    collected |= main_3reps
+    assert "Beside what users deploy" not in paper_report.render(
+        plain, collected, paper_report.headline_ratios(collected)
+    )
 
 
 def test_met_and_missed_in_the_table_and_the_shortfalls(main_3reps, tmp_path):

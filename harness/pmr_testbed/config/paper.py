@@ -6,9 +6,10 @@ output directory and each a normal results directory with its own
 summary.json and report.md, then one combined report over them
 (report/paper_report.py: paper.md, paper_summary.json, plots/):
 
-  main            `paper` on pixel6pro: original, mglru, pps, pmr and every
-                  other scheme in schemes/*.toml (Figs. 5-7, 11-13, Table 3,
-                  the headline ratios)
+  main            `paper` on pixel6pro: the mode's schemes (Figs. 5-7,
+                  11-13, Table 3, the headline ratios), with --peers the
+                  alternatives that users deploy instead of PMR
+                  (PEER_SCHEMES: more kswapd threads) beside them
   devices         `paper` on pixel5: original, pps, pmr (Fig. 14, beside
                   main's pixel6pro runs)
   delta           pmr with the victim target delta at k x kswapd's
@@ -47,6 +48,10 @@ TCG host (estimate_s, printed before anything starts):
             rounds, the sweeps 4 rounds (as `make unit-sweep`) at every
             point (delta 1x-5x, unit 64 kB-16 MB on both profiles), and
             `floor`.
+
+--peers adds PEER_SCHEMES to main in quick and full modes (thorough runs
+every scheme file anyway): each costs main `reps` more runs, ~29 min in
+full mode, which the estimate shows against the mode's budget.
 
 In full and thorough modes the sweeps' kernel-default point, pmr as it
 is (delta 3x, the main profile's unit), runs once, in `delta`, and the
@@ -91,6 +96,10 @@ FULL_MAIN_SCHEMES = ("original", "mglru", "pmr")
 # apps killed and relaunched from the second round on, kills in both halves)
 QUICK_MAIN_ROUNDS = 3
 DEVICE_SCHEMES = ("original", "pps", "pmr")
+# what users deploy instead of PMR when reclaim cannot keep up: the vendor
+# kernels' extra kswapd threads (kernel/baselines/kswapd-threads), which the
+# paper argues against (§3.3, §6) without measuring them
+PEER_SCHEMES = ("kswapd-threads",)
 DELTA_KEY = "pmr_victim_target_kbytes"
 UNIT_KEY = "pmr_unmap_unit_kbytes"
 DEFAULT_DELTA = 3  # the kernel's default victim target: 3 x nr_to_reclaim
@@ -289,7 +298,14 @@ def discover_schemes() -> list[str]:
     return [s for s in PAPER_SCHEMES if s in found] + [s for s in found if s not in PAPER_SCHEMES]
 
 
-def plan(out: Path, *, mode: str = "full", reps: int | None = None, seed: int = 1) -> PaperPlan:
+def plan(
+    out: Path,
+    *,
+    mode: str = "full",
+    reps: int | None = None,
+    seed: int = 1,
+    peers: bool = False,
+) -> PaperPlan:
     """The campaigns of the evaluation; checks the input, touches nothing."""
     m = MODES.get(mode)
     if m is None:
@@ -313,10 +329,12 @@ def plan(out: Path, *, mode: str = "full", reps: int | None = None, seed: int = 
     sweep_rounds = min(m.sweep_rounds or scenario_rounds, scenario_rounds)
     device_reps, sweep_reps = m.device_reps or reps, m.sweep_reps or reps
     found = discover_schemes()
-    for needed in (*(m.main_schemes or ()), *m.device_schemes):
+    for needed in (*(m.main_schemes or ()), *m.device_schemes, *(PEER_SCHEMES if peers else ())):
         if needed not in found:
             raise UserError(f"schemes/{needed}.toml is missing: the evaluation needs {needed}")
     main_schemes = m.main_schemes or tuple(found)
+    if peers:
+        main_schemes += tuple(s for s in PEER_SCHEMES if s not in main_schemes)
     delta = delta_points(main_profile, m.delta_multiples)
     unit_schemes = tuple(f"pmr@{UNIT_KEY}={kb}" for kb in m.units_kb)
     # The delta sweep runs its kernel-default point as plain pmr, which is

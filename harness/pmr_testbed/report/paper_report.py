@@ -49,6 +49,7 @@ from ..config.paper import (
     DEVICE_SCHEMES,
     MAIN_PROFILE,
     OTHER_PROFILE,
+    PEER_SCHEMES,
     UNIT_KEY,
     CampaignSpec,
     PaperPlan,
@@ -200,6 +201,20 @@ HEADLINES = [
         None,
     ),
 ]
+
+
+# what a peer (config/paper.py PEER_SCHEMES) is weighed on: Figs. 11-13, Table 3
+PEER_FIGURES = (
+    ("response time (mean)", "response_ms.mean"),
+    ("peak reclaim throughput", "reclaim_mbps.peak"),
+    ("LMKD kills", "kills"),
+    ("direct reclaims (allocstall)", "allocstall"),
+    ("reclaim CPU (kswapd + kshrinkd)", CPU_KK),
+)
+PEER_PAPER = {
+    "kswapd-threads": 'more kswapd threads "conflict with each other and burden the CPU" '
+    "(§3.3, §6), not measured in the paper",
+}
 
 
 @dataclass
@@ -383,6 +398,64 @@ def headline_ratios(collected: dict[str, Collected]) -> dict[str, dict]:
     return {
         h.key: headline_ratio(h, main.ok if main else None, disk_mbps(collected)) for h in HEADLINES
     }
+
+
+def peer_ratios(collected: dict[str, Collected]) -> dict[str, list[dict]]:
+    """For each peer main ran: per PEER_FIGURES figure, the paired ratios
+    peer / original, pmr / original and pmr / peer (headline_ratio's
+    entries, without targets: the paper gives no number to meet)."""
+    main = collected.get("main")
+    if main is None:
+        return {}
+    out: dict[str, list[dict]] = {}
+    for peer in (s for s in PEER_SCHEMES if s in main.spec.schemes):
+        note = PEER_PAPER.get(peer, "")
+        pairs = (
+            ("peer_over_original", peer, BASELINE),
+            ("pmr_over_original", "pmr", BASELINE),
+            ("pmr_over_peer", "pmr", peer),
+        )
+        out[peer] = [
+            {
+                "title": title,
+                "figure": figure,
+                **{
+                    key: headline_ratio(
+                        Headline(key, title, scheme, base, figure, None, note, None), main.ok
+                    )
+                    for key, scheme, base in pairs
+                },
+            }
+            for title, figure in PEER_FIGURES
+        ]
+    return out
+
+
+def peer_lines(peers: dict[str, list[dict]]) -> list[str]:
+    lines: list[str] = []
+    for peer, rows in peers.items():
+        lines += [
+            f"### {peer}",
+            "",
+            f"The paper on it: {PEER_PAPER.get(peer, 'nothing')}. Paired ratios as in the "
+            "headline table, all from main's interleaved runs.",
+            "",
+            *md_table(
+                ["figure", f"{peer} / original", "pmr / original", f"pmr / {peer}"],
+                [
+                    [
+                        r["title"],
+                        *(
+                            _ratio_cell(r[k])
+                            for k in ("peer_over_original", "pmr_over_original", "pmr_over_peer")
+                        ),
+                    ]
+                    for r in rows
+                ],
+            ),
+            "",
+        ]
+    return lines
 
 
 def _ratio_cell(r: dict) -> str:
@@ -1473,6 +1546,18 @@ def render(
         "",
         *ratio_table(ratios),
         "",
+        *(
+            [
+                "## Beside what users deploy instead",
+                "",
+                "The alternatives to PMR that phones ship (`pmrtb paper --peers`), each "
+                "against original and against pmr.",
+                "",
+                *peer_lines(peers),
+            ]
+            if (peers := peer_ratios(collected))
+            else []
+        ),
         "## Fig. 5: where a kswapd reclaim round's time goes",
         "",
         _plot("fig5", "Fig. 5"),
@@ -1613,6 +1698,7 @@ def paper_summary(p: PaperPlan, collected: dict[str, Collected], ratios: dict[st
             for name, c in collected.items()
         },
         "ratios": ratios,
+        "peers": peer_ratios(collected),
         "missed": [k for k, r in ratios.items() if r["status"] == "missed"],
         "time": time_summary(p, collected),
         "floor": _floor_summary(collected),

@@ -8,6 +8,7 @@
 
 use crate::pattern::PAGE_SIZE;
 use crate::reliability::checker_handle::Checker;
+use crate::reliability::knob_effect;
 use crate::reliability::knob_toggler::ToggleRecord;
 use crate::reliability::memcg_lifetime::{self, VictimWait};
 use crate::reliability::report::Check;
@@ -229,7 +230,11 @@ impl Session<'_> {
         };
         let path = t.path.display().to_string();
         let restore = std::fs::write(&t.path, t.first())
-            .map_err(|e| format!("cannot write {:?} back: {e}", t.first()));
+            .map_err(|e| format!("cannot write {:?} back: {e}", t.first()))
+            .and_then(|()| match knob_effect::check(&t.path, t.first()) {
+                Some(what) => Err(format!("wrote {:?} back, but {what}", t.first())),
+                None => Ok(()),
+            });
         let read_back = std::fs::read_to_string(&t.path)
             .map(|s| s.trim().to_string())
             .unwrap_or_default();

@@ -5,6 +5,7 @@
 //! its end has made them all.
 
 use crate::control::{spawn_thread, Control};
+use crate::reliability::knob_effect;
 use crate::reliability::toggle_plan::{Toggle, WriteOutcome};
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,10 +75,24 @@ impl Toggler {
                 }
                 let value = toggle.value(n);
                 let outcome = toggle.judge(value, &std::fs::write(&toggle.path, value));
+                // read before the record is locked: it may wait for threads to go
+                let effect = match outcome {
+                    WriteOutcome::Accepted => knob_effect::check(&toggle.path, value),
+                    _ => None,
+                };
                 let mut r = rec.lock().expect("toggle record");
                 r.done = n;
                 match outcome {
-                    WriteOutcome::Accepted => {}
+                    WriteOutcome::Accepted => {
+                        if let Some(what) = effect {
+                            r.failures.push(ToggleFailure {
+                                n,
+                                value: value.into(),
+                                t_s: start.elapsed().as_secs_f64(),
+                                what: format!("accepted, but {what}"),
+                            })
+                        }
+                    }
                     WriteOutcome::RefusedAsExpected => r.refused_as_expected += 1,
                     WriteOutcome::Failed(e) => r.failures.push(ToggleFailure {
                         n,

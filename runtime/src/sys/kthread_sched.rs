@@ -66,7 +66,8 @@ pub fn apply(wanted: &[KthreadSched]) -> Result<Vec<Applied>> {
 }
 
 /// (pid, comm) of every kernel thread.
-fn kernel_threads() -> Result<Vec<(i32, String)>> {
+/// Every kernel thread: pid and name.
+pub fn kernel_threads() -> Result<Vec<(i32, String)>> {
     let dir = std::fs::read_dir("/proc").context("cannot list /proc")?;
     Ok(dir
         .filter_map(|entry| {
