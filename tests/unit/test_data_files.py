@@ -260,6 +260,17 @@ def test_scheme_override_sets_one_knob_and_refuses_unknown_ones():
     )
 
 
+def test_kswapd_threads_sweeps_its_thread_count():
+    prof = profiles.load("pixel6pro")
+    knob = "/proc/sys/vm/kswapd_threads"
+    assert {"path": knob, "value": "2"} in schemes.resolve("kswapd-threads", prof).knobs
+    four = schemes.resolve("kswapd-threads@kswapd_threads=4", prof)
+    assert {"path": knob, "value": "4"} in four.knobs
+    assert {"path": knob, "value": "2"} not in four.knobs
+    # on the classic LRU, as original
+    assert {"path": "/sys/kernel/mm/lru_gen/enabled", "value": "n"} in four.knobs
+
+
 def test_spec_scales_sizes_and_lists_every_app(tmp_path):
     prof = profiles.load("pixel6pro")
     scen = scenarios.load("paper")

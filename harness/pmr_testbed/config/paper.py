@@ -98,7 +98,7 @@ QUICK_MAIN_ROUNDS = 3
 DEVICE_SCHEMES = ("original", "pps", "pmr")
 # what users deploy instead of PMR when reclaim cannot keep up: the vendor
 # kernels' extra kswapd threads (kernel/baselines/kswapd-threads), which the
-# paper argues against (§3.3, §6) without measuring them
+# paper argues against (§4.1, §6) without measuring them
 PEER_SCHEMES = ("kswapd-threads",)
 DELTA_KEY = "pmr_victim_target_kbytes"
 UNIT_KEY = "pmr_unmap_unit_kbytes"

@@ -213,7 +213,7 @@ PEER_FIGURES = (
 )
 PEER_PAPER = {
     "kswapd-threads": 'more kswapd threads "conflict with each other and burden the CPU" '
-    "(§3.3, §6), not measured in the paper",
+    "(§4.1, §6), not measured in the paper",
 }
 
 
