@@ -1,4 +1,5 @@
-"""Build the kernel, boot the guest, run `smoke` on original, mglru, pps and pmr.
+"""Build the kernel, boot the guest, run `smoke` on original, mglru, pps, pmr
+and kswapd-threads.
 
 Asserts what must hold for any scheme: real swap-out, every switch recorded,
 a summary that matches the schema, and a console free of oops/BUG/WARNING;
@@ -7,7 +8,8 @@ kshrinkd filled the victim list, reclaim took victims and the list stayed
 within its target, under `pps` and `pmr` every victim added was reclaimed,
 put back or is still listed (or held isolated by reclaim), and under `pmr`
 reclaim wrote victims back in batches larger than the classic path's
-SWAP_CLUSTER_MAX.
+SWAP_CLUSTER_MAX; under `kswapd-threads` both of the node's kswapd threads
+reclaimed.
 """
 
 import csv
@@ -26,7 +28,7 @@ from pmr_testbed.guest import vm
 from pmr_testbed.report import summary
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMES = ["original", "mglru", "pps", "pmr"]
+SCHEMES = ["original", "mglru", "pps", "pmr", "kswapd-threads"]
 
 pytestmark = pytest.mark.integration
 
@@ -248,3 +250,12 @@ def test_regime_written_with_its_six_checks(results):
     assert by_name["reclaim_limited"]["value"] is not None
     assert by_name["demand_over_reclaim"]["missing"] is not None
     assert "## Regime" in (results / "report.md").read_text()
+
+
+def test_kswapd_threads_run_a_second_kswapd(results):
+    """vm.kswapd_threads=2: kswapd0 and kswapd0:1 both used CPU, where the
+    other schemes run kswapd0 alone."""
+    cpu = json.loads((results / "runs" / "kswapd-threads-r1" / "threads_cpu.json").read_text())
+    assert cpu.get("kswapd0", 0) > 0 and cpu.get("kswapd0:1", 0) > 0, cpu
+    original = json.loads((results / "runs" / "original-r1" / "threads_cpu.json").read_text())
+    assert "kswapd0" in original and not any(":" in name for name in original), original

@@ -23,7 +23,8 @@ RAM too slowly to swap within a minute).
 
 - `ceiling()`, the reclaim ceiling: the allocator with an unthrottled disk,
   in CEILING_PROFILE's guest (2 GB, 2 CPUs) whatever profile a campaign
-  runs; the median of CEILING_BOOTS boots, cached per (kernel, accel, boot
+  runs, and on the testbed kernel whatever flavour it runs
+  (guest_setup.calibration_image); the median of CEILING_BOOTS boots, cached per (kernel, accel, boot
   arguments, host CPU) like the dilation, so that every campaign on a host
   throttles its flash alike. It is the guest's counterpart of the phone's
   peak reclaim, which memtester reaches within 8.3% of app switching (Fig.

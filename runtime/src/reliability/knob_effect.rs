@@ -40,7 +40,7 @@ pub fn check(path: &Path, value: &str) -> Option<String> {
 }
 
 /// Node -> kswapd threads, from kernel thread names.
-pub fn kswapd_threads_per_node(comms: &[String]) -> BTreeMap<u32, usize> {
+fn kswapd_threads_per_node(comms: &[String]) -> BTreeMap<u32, usize> {
     let mut nodes = BTreeMap::new();
     for comm in comms {
         let Some(rest) = comm.strip_prefix("kswapd") else {
