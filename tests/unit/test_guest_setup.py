@@ -60,17 +60,3 @@ def test_guests_run_a_copy_of_the_runtime_that_a_rebuild_leaves_alone(
     binary.unlink()
     with pytest.raises(UserError, match="is not built: run `make setup`"):
         paths.guest_runtime()
-
-
-def test_every_flavour_takes_its_flash_from_the_testbed_kernels_ceiling(monkeypatch, tmp_path):
-    from pmr_testbed.guest import kernel
-
-    def image(flavour):
-        return kernel.KernelImage(flavour, tmp_path / flavour, "6.1.192+", [])
-
-    built = []
-    monkeypatch.setattr(kernel, "build", lambda flavour: built.append(flavour) or image(flavour))
-    testbed = image("testbed")
-    assert guest_setup.calibration_image(testbed) is testbed and built == []
-    assert guest_setup.calibration_image(image("debug")).flavour == "testbed"
-    assert built == ["testbed"]

@@ -6,6 +6,7 @@ import subprocess
 import pytest
 
 from pmr_testbed.config import profiles
+from pmr_testbed.guest import kernel
 from pmr_testbed.workflows import max_rate, swap_bandwidth
 
 
@@ -97,17 +98,45 @@ def test_guest_fio_command_runs_both_jobs(tmp_path):
 def test_ceiling_refuses_an_allocator_that_did_not_swap(tmp_path, monkeypatch):
     """A ceiling of 0 would leave the disk unthrottled: an error, not a number."""
     monkeypatch.setattr(max_rate, "CACHE", tmp_path / "cache.json")
-    monkeypatch.setattr(max_rate, "_key", lambda image, accel: "k")
+    monkeypatch.setattr(max_rate, "_key", lambda version, accel: "k")
     monkeypatch.setattr(max_rate, "_boot", lambda *a, **k: max_rate.MaxRate(0.0, 0.0, 0.0))
     with pytest.raises(max_rate.GuestError, match="no reclaim ceiling"):
-        max_rate.ceiling(None, "tcg", tmp_path)
+        max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path)
     assert not (tmp_path / "cache.json").exists()
     boots = iter([40.0, 30.0, 50.0])
     monkeypatch.setattr(
         max_rate, "_boot", lambda *a, **k: max_rate.MaxRate(next(boots), 0.9, 100.0)
     )
-    got = max_rate.ceiling(None, "tcg", tmp_path)
+    got = max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path)
     assert got["reclaim_peak_mbps"] == 40.0 and len(got["boots"]) == 3
     # cached: measured once per host
     monkeypatch.setattr(max_rate, "_boot", lambda *a, **k: pytest.fail("measured again"))
-    assert max_rate.ceiling(None, "tcg", tmp_path)["reclaim_peak_mbps"] == 40.0
+    assert (
+        max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path)["reclaim_peak_mbps"] == 40.0
+    )
+
+
+def _image(tmp_path, flavour):
+    return kernel.KernelImage(flavour, tmp_path / flavour, "6.1.192+", [])
+
+
+def test_every_flavour_takes_its_flash_from_the_testbed_kernels_ceiling(tmp_path, monkeypatch):
+    """A debug run uses the testbed kernel's ceiling: the cached one without
+    building anything, else one measured on the testbed kernel."""
+    monkeypatch.setattr(max_rate, "CACHE", tmp_path / "cache.json")
+    built, booted = [], []
+    monkeypatch.setattr(
+        kernel, "build", lambda flavour: built.append(flavour) or _image(tmp_path, flavour)
+    )
+
+    def boot(out, profile, image, *a, **k):
+        booted.append(image.flavour)
+        return max_rate.MaxRate(40.0, 0.9, 100.0)
+
+    monkeypatch.setattr(max_rate, "_boot", boot)
+    measured = max_rate.ceiling(_image(tmp_path, "debug"), "tcg", tmp_path)
+    assert built == ["testbed"] and booted == ["testbed"] * max_rate.CEILING_BOOTS
+    # the testbed kernel's entry, which a debug run then finds without a build
+    assert max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path) == measured
+    assert max_rate.ceiling(_image(tmp_path, "debug"), "tcg", tmp_path) == measured
+    assert built == ["testbed"] and len(booted) == max_rate.CEILING_BOOTS

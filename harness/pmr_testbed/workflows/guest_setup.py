@@ -87,21 +87,6 @@ class Machine:
         }
 
 
-# the flavour whose reclaim ceiling sets every flavour's flash
-CALIBRATION_FLAVOUR = "testbed"
-
-
-def calibration_image(image: kernel.KernelImage) -> kernel.KernelImage:
-    """The kernel the reclaim ceiling is measured on: the image itself, or,
-    for another flavour, the testbed kernel. The debug kernel's checks
-    (KASAN, LOCKDEP) slow reclaim many times over, so much that the
-    max-rate allocator cannot fill its RAM in time; its runs look for
-    splats under the testbed's disk, not for speed."""
-    if image.flavour == CALIBRATION_FLAVOUR:
-        return image
-    return kernel.build(CALIBRATION_FLAVOUR)
-
-
 def prepare(
     profile: Profile, flavour: str, work_dir: Path, progress: Callable[[str], None]
 ) -> Machine:
@@ -120,7 +105,7 @@ def prepare(
         append=kernel.BOOT_ARGS[flavour],
     )
     progress(f"reclaim ceiling ({accel})")
-    ceiling = max_rate.ceiling(calibration_image(image), accel, work_dir)
+    ceiling = max_rate.ceiling(image, accel, work_dir)
     return Machine(
         image,
         accel,
