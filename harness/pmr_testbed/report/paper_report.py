@@ -1498,7 +1498,11 @@ def render(
     collected: dict[str, Collected],
     ratios: dict[str, dict],
     regime: dict | None = None,
+    peers: dict[str, list[dict]] | None = None,
 ) -> str:
+    """paper.md; `peers` is peer_ratios(collected), made here if not given."""
+    if peers is None:
+        peers = peer_ratios(collected)
     schemes = _main_schemes(collected)
     main = collected.get("main")
     main_ok = main.ok if main else None
@@ -1555,7 +1559,7 @@ def render(
                 "",
                 *peer_lines(peers),
             ]
-            if (peers := peer_ratios(collected))
+            if peers
             else []
         ),
         "## Fig. 5: where a kswapd reclaim round's time goes",
@@ -1675,7 +1679,12 @@ def _capacity_summary(collected: dict[str, Collected]) -> dict | None:
     return {**c, "lowest_kills_ratio": capacity_kills_floor(schemes)}
 
 
-def paper_summary(p: PaperPlan, collected: dict[str, Collected], ratios: dict[str, dict]) -> dict:
+def paper_summary(
+    p: PaperPlan,
+    collected: dict[str, Collected],
+    ratios: dict[str, dict],
+    peers: dict[str, list[dict]] | None = None,
+) -> dict:
     schemes = _main_schemes(collected)
     return {
         "mode": p.mode,
@@ -1698,7 +1707,7 @@ def paper_summary(p: PaperPlan, collected: dict[str, Collected], ratios: dict[st
             for name, c in collected.items()
         },
         "ratios": ratios,
-        "peers": peer_ratios(collected),
+        "peers": peer_ratios(collected) if peers is None else peers,
         "missed": [k for k, r in ratios.items() if r["status"] == "missed"],
         "time": time_summary(p, collected),
         "floor": _floor_summary(collected),
@@ -1719,6 +1728,7 @@ def paper_summary(p: PaperPlan, collected: dict[str, Collected], ratios: dict[st
 def write(p: PaperPlan, collected: dict[str, Collected]) -> Path:
     """paper.md, paper_summary.json and plots/ in the output directory."""
     ratios = headline_ratios(collected)
+    peers = peer_ratios(collected)
     plot_dir = p.out / "plots"
     plot_dir.mkdir(parents=True, exist_ok=True)
     schemes = _main_schemes(collected)
@@ -1733,11 +1743,11 @@ def write(p: PaperPlan, collected: dict[str, Collected]) -> Path:
         plot_fig15a(p, delta_rows(p, collected), plot_dir / PLOTS["fig15a"])
         plot_fig15b(unit_points(p, collected), plot_dir / PLOTS["fig15b"])
     (p.out / "paper_summary.json").write_text(
-        json.dumps(paper_summary(p, collected, ratios), indent=2) + "\n"
+        json.dumps(paper_summary(p, collected, ratios, peers), indent=2) + "\n"
     )
     regime = paper_regime(p, collected)
     if regime is not None:
         regime_mod.save(p.out, regime)
     path = p.out / "paper.md"
-    path.write_text(render(p, collected, ratios, regime))
+    path.write_text(render(p, collected, ratios, regime, peers))
     return path
