@@ -60,7 +60,7 @@ smoke: setup
 reliability: setup
 	$(PMRTB) reliability --profile pixel5 --scheme original $(RELIABILITY_ARGS)
 
-# PMR's reliability campaign (docs/reliability.md): vm.pmr_mode switched
+# PMR's reliability campaign (docs/reliability.md): pmr/enabled switched
 # 0/1/2 a hundred times under heavy swapping (3 is not a mode and must be
 # refused) on the testbed kernel, starting from pmr (mode 2); pmr-faults
 # runs pmr on a swap device that runs full and on one that fails writes;
@@ -69,7 +69,7 @@ reliability: setup
 # swapped (KASAN under TCG is slow) and DEBUG_PROBES, every probe.
 DEBUG_PROBES = removed-memcg-reclaim file-victims-without-swap v1-memsw-file-victims \
 	touched-victims swap-cached-victims
-PMR_TOGGLE = --toggle /proc/sys/vm/pmr_mode=0,1,2,3 --toggle-refused 3 --toggles 100
+PMR_TOGGLE = --toggle /sys/kernel/mm/pmr/enabled=0,1,2,3 --toggle-refused 3 --toggles 100
 STAMP := $(shell date +%Y%m%d-%H%M%S)
 
 pmr-reliability: setup
@@ -124,7 +124,7 @@ space := $(empty) $(empty)
 unit-sweep: setup
 	$(PMRTB) run --scenario paper --profile $(SWEEP_PROFILE) --rounds $(SWEEP_ROUNDS) \
 		--reps $(SWEEP_REPS) --out results/unit-sweep-$(SWEEP_PROFILE)-$(STAMP) \
-		--schemes $(subst $(space),$(comma),$(foreach u,$(SWEEP_UNITS),pmr@pmr_unmap_unit_kbytes=$(u)))
+		--schemes $(subst $(space),$(comma),$(foreach u,$(SWEEP_UNITS),pmr@unmap_unit_kbytes=$(u)))
 
 # The paper's whole evaluation (§3.2, §5) into one directory with one
 # report, PAPER_OUT/paper.md (`pmrtb paper`, harness/pmr_testbed/config/paper.py):

@@ -1,10 +1,10 @@
 #!/bin/sh
 # Does a memcg whose reclaim may not swap reclaim its file victims?
 #
-#   pmrtb probe file-victims-without-swap [MODE]     (vm.pmr_mode, default 2)
+#   pmrtb probe file-victims-without-swap [MODE]     (pmr/enabled, default 2)
 #
 # 1. vm.swappiness=0 (on cgroup v2, every memcg's),
-#    vm.pmr_victim_target_kbytes=32768, vm.pmr_mode=MODE;
+#    pmr/victim_target_kbytes=32768, pmr/enabled=MODE;
 # 2. cgroup `files` reads a 96 MB file on ext4 into its page cache and
 #    keeps a process alive;
 # 3. cgroup `load` allocates, in anon, the memory that is free and 48 MB
@@ -25,7 +25,7 @@ mode=${2:-2}
 
 setup_probe "$mode"
 echo 0 >/proc/sys/vm/swappiness
-echo 32768 >/proc/sys/vm/pmr_victim_target_kbytes
+echo 32768 >/sys/kernel/mm/pmr/victim_target_kbytes
 mkdir "$cg/files"
 need_victims "$cg/files/memory.stat"
 make_file

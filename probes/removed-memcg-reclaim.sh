@@ -2,7 +2,7 @@
 # While victims cover reclaim's goal, does reclaim still scan the LRU
 # lists of a removed (offline) memcg, whose page cache nothing else takes?
 #
-#   pmrtb probe removed-memcg-reclaim [MODE]     (vm.pmr_mode, default 2)
+#   pmrtb probe removed-memcg-reclaim [MODE]     (pmr/enabled, default 2)
 #
 # 1. With PMR off: cgroup `parent/gone` reads a 96 MB file on ext4 once
 #    into its page cache (the inactive file list); its process exits and
@@ -11,13 +11,13 @@
 #    second file, of 128 MB, and keeps it cached. The guest has 512 MB:
 #    no global reclaim runs (the probe is inconclusive if kswapd or
 #    direct reclaim scanned anything: they could take the dying cache);
-# 2. vm.pmr_victim_target_kbytes=65536, then vm.pmr_mode=MODE: kshrinkd
+# 2. pmr/victim_target_kbytes=65536, then pmr/enabled=MODE: kshrinkd
 #    fills the victim lists, from `live`'s cache among others, never from
 #    the dying memcg's. The probe waits for 16 MB of victims under
 #    `parent`;
 # 3. 24 times: `memory.reclaim` asks `parent` for 2 MB, with 4 MB of
 #    victims or more under it (kshrinkd refills between the calls). The
-#    victims cover each goal, so under pmr_mode 2 reclaim scans no LRU
+#    victims cover each goal, so under mode 2 reclaim scans no LRU
 #    list of `live` (sc->pmr_goal_left is 0). The dying memcg has no
 #    victims, and patch 14 scans its LRU lists all the same, a few pages
 #    a call at priority 12 (get_scan_count()); without that check the
@@ -25,11 +25,11 @@
 #    Passed when 64 kB (16 pages) or more of the dying memcg's page cache
 #    is reclaimed; failed if less while the calls took 40 MB or more of
 #    `live`'s cache (of the 48 MB asked); inconclusive if kshrinkd did not
-#    make the victims (pmr_mode 0 makes none), or the calls took less.
+#    make the victims (mode 0 makes none), or the calls took less.
 #
 # The dying memcg's cache is `parent`'s file pages less `live`'s, read
 # after the memcg statistics flush (every 2 s) so that both are exact.
-# Under pmr_mode 1 reclaim takes each lruvec's share of victims and scans
+# Under mode 1 reclaim takes each lruvec's share of victims and scans
 # the lruvecs without any, the dying one included: it passes too.
 #
 # An earlier version loaded 1.1 x RAM of anon and passed on the series
@@ -72,8 +72,8 @@ log "parent: dying memcgs $dying, dying cache $before, live cache $(memstat pare
 
 global0=$(global_scans)
 added0=$(vmstat pmr_victim_added)
-echo 65536 >/proc/sys/vm/pmr_victim_target_kbytes
-set_pmr_mode "$mode"
+echo 65536 >/sys/kernel/mm/pmr/victim_target_kbytes
+set_pmr_enabled "$mode"
 # has_victims BYTES: whether `parent` holds BYTES of victims
 has_victims() { [ "$(memvictims parent)" -ge "$1" ]; }
 wait_for 30 has_victims $((16 << 20)) ||

@@ -2,9 +2,9 @@
 # Once a memcg may swap no more, does reclaim free its victims that were
 # paged out before, which hold a swap slot already?
 #
-#   pmrtb probe swap-cached-victims [MODE]     (vm.pmr_mode, default 2)
+#   pmrtb probe swap-cached-victims [MODE]     (pmr/enabled, default 2)
 #
-# 1. vm.pmr_mode=MODE; cgroup `cold` writes 160 MB of anon once and
+# 1. pmr/enabled=MODE; cgroup `cold` writes 160 MB of anon once and
 #    leaves it alone;
 # 2. cgroup `load` allocates 0.8 x RAM of anon (for at most 30 s) until
 #    `cold` holds 4 MB of anon victims; then `load` ends and its memory

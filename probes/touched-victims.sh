@@ -1,9 +1,9 @@
 #!/bin/sh
 # Does reclaim leave in memory the victims used since kshrinkd picked them?
 #
-#   pmrtb probe touched-victims [MODE]     (vm.pmr_mode, default 2)
+#   pmrtb probe touched-victims [MODE]     (pmr/enabled, default 2)
 #
-# 1. vm.pmr_victim_target_kbytes=65536 and vm.pmr_mode=MODE; cgroup `app`
+# 1. pmr/victim_target_kbytes=65536 and pmr/enabled=MODE; cgroup `app`
 #    writes 128 MB of anon once (lib/touch_app.py);
 # 2. cgroup `load` allocates 0.8 x RAM of anon (for at most 30 s) until
 #    `app` holds 8 MB of anon victims; then `load` ends and its memory
@@ -46,7 +46,7 @@ save_states() { python3 "$lib/page_states.py" save "/proc/$app/pagemap" "$addr" 
 
 setup_probe "$mode"
 need_keys /proc/vmstat pmr_victim_swapin pmr_victim_freed
-echo 65536 >/proc/sys/vm/pmr_victim_target_kbytes
+echo 65536 >/sys/kernel/mm/pmr/victim_target_kbytes
 mkdir "$cg/app"
 need_victims "$cg/app/memory.stat"
 sh -c "echo \$\$ >$cg/app/cgroup.procs; exec python3 $lib/touch_app.py 128 $out/app" &

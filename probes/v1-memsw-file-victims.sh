@@ -3,15 +3,15 @@
 # /dev/memcg), does a memcg that reaches its memsw limit take its file
 # victims, reclaim there being unable to swap?
 #
-#   pmrtb probe v1-memsw-file-victims [MODE]     (vm.pmr_mode, default 2)
+#   pmrtb probe v1-memsw-file-victims [MODE]     (pmr/enabled, default 2)
 #
 # 1. The memory controller is mounted as cgroup v1 (inconclusive if cgroup
 #    v2 holds it, or if the kernel has no swap accounting); cgroup `app`
 #    gets memory.limit_in_bytes and memory.memsw.limit_in_bytes of 192 MB
 #    both, and, with PMR off, reads a 96 MB file once into its page cache;
-# 2. vm.pmr_victim_target_kbytes=65536, then vm.pmr_mode=MODE: kshrinkd
+# 2. pmr/victim_target_kbytes=65536, then pmr/enabled=MODE: kshrinkd
 #    fills the victim lists, and the probe waits for 16 MB of victims in
-#    `app` (inconclusive if not within 30 s: pmr_mode 0 makes none);
+#    `app` (inconclusive if not within 30 s: mode 0 makes none);
 # 3. `app` allocates 150 MB of anon. Memory and memory+swap hit their
 #    limits together, and try_charge_memcg() reclaims without swapping
 #    when memsw is the counter at its limit (swapping would not lower
@@ -35,7 +35,7 @@ has_victims() { [ "$(victims_in "$v1/app/memory.stat")" -ge $((16 << 20)) ]; }
 charged_or_killed() { [ "$(v1stat rss)" -ge $((140 << 20)) ] || [ "$(oom_kills)" -ne 0 ]; }
 
 setup_disks
-set_pmr_mode 0
+set_pmr_enabled 0
 mkdir -p "$v1"
 mount -t cgroup -o memory memory "$v1" 2>/dev/null ||
 	verdict 2 "the memory controller could not be mounted as cgroup v1 (cgroup v2 holds it?)"
@@ -52,8 +52,8 @@ need_keys "$v1/app/memory.oom_control" oom_kill
 need_keys /proc/vmstat pmr_victim_reclaimed pgscan_kswapd
 log "app: cache $(v1stat cache), limits $(cat "$v1/app/memory.limit_in_bytes") / $(cat "$v1/app/memory.memsw.limit_in_bytes")"
 
-echo 65536 >/proc/sys/vm/pmr_victim_target_kbytes
-set_pmr_mode "$mode"
+echo 65536 >/sys/kernel/mm/pmr/victim_target_kbytes
+set_pmr_enabled "$mode"
 wait_for 30 has_victims ||
 	verdict 2 "kshrinkd made $(victims_in "$v1/app/memory.stat") bytes of victims in app in 30 s, not 16 MB"
 victims=$(victims_in "$v1/app/memory.stat")

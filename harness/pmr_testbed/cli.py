@@ -376,7 +376,7 @@ PROBE_EXIT = {"passed": 0, "failed": 1, "inconclusive": 4}
 @app.command()
 def probe(
     name: str = typer.Argument(..., help="a probe: probes/<name>.sh"),
-    args: list[str] = typer.Argument(None, help="the probe's own arguments (e.g. vm.pmr_mode)"),
+    args: list[str] = typer.Argument(None, help="the probe's own arguments (e.g. pmr/enabled)"),
     flavour: str = typer.Option("testbed", help="kernel flavour: testbed or debug"),
     out: Path = typer.Option(None, help="results directory (default results/probe-<name>-<time>)"),
     kernel_image: Path = typer.Option(

@@ -37,17 +37,17 @@ setup_disks() {
 	mount "$data" /run/data
 }
 
-# set_pmr_mode MODE: vm.pmr_mode, or an inconclusive verdict if refused.
-set_pmr_mode() {
-	echo "$1" >/proc/sys/vm/pmr_mode 2>/dev/null ||
-		verdict 2 "vm.pmr_mode refused $1 (a mode is 0, 1 or 2)"
+# set_pmr_enabled MODE: write /sys/kernel/mm/pmr/enabled, or an inconclusive verdict if refused.
+set_pmr_enabled() {
+	echo "$1" >/sys/kernel/mm/pmr/enabled 2>/dev/null ||
+		verdict 2 "pmr/enabled refused $1 (a mode is 0, 1 or 2)"
 }
 
-# setup_probe MODE: the disks, vm.pmr_mode=MODE and the memory controller
+# setup_probe MODE: the disks, pmr/enabled=MODE and the memory controller
 # for the root's children, as every probe starts.
 setup_probe() {
 	setup_disks
-	set_pmr_mode "$1"
+	set_pmr_enabled "$1"
 	echo +memory >"$cg/cgroup.subtree_control"
 }
 

@@ -1,4 +1,4 @@
-"""The kernel probes (probes/*.sh, `pmrtb probe`) under pmr_mode 2, each in
+"""The kernel probes (probes/*.sh, `pmrtb probe`) under mode 2, each in
 its own small guest on the testbed kernel: each must pass. An inconclusive
 probe (it could not set up what it tests) fails the test too: nothing was
 checked."""

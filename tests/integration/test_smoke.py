@@ -109,7 +109,7 @@ def test_mglru_was_really_on_and_original_off(results):
 def test_pps_filled_and_used_the_victim_list(results):
     run_dir = results / "runs" / "pps-r1"
     knobs = json.loads((run_dir / "run.json").read_text())["knobs"]
-    assert knobs["/proc/sys/vm/pmr_mode"].strip() == "1"
+    assert knobs["/sys/kernel/mm/pmr/enabled"].strip() == "1"
     assert _vmstat_delta(run_dir, "pmr_victim_added") > 0, "kshrinkd added no victim"
     assert _vmstat_delta(run_dir, "pmr_victim_reclaimed") > 0, "reclaim took no victim"
     trace = read_trace(run_dir / "trace.txt")
@@ -130,7 +130,7 @@ def test_pps_filled_and_used_the_victim_list(results):
     # kshrinkd stops adding at the target (which rises while a watermark
     # boost lasts); a batch may overshoot it as above, and each reclaimer by
     # the victims it paged out and keeps on the list while kshrinkd refills
-    # it (SWAP_CLUSTER_MAX with pmr_mode 1; kswapd and a few direct
+    # it (SWAP_CLUSTER_MAX with mode 1; kswapd and a few direct
     # reclaimers at once).
     assert 0 < peak <= rounds["target_max_pages"] + overshoot + 4 * 32
 
@@ -163,7 +163,7 @@ def test_every_victim_is_accounted_for(results, scheme):
 def test_pmr_wrote_victims_back_in_bulk(results):
     run_dir = results / "runs" / "pmr-r1"
     knobs = json.loads((run_dir / "run.json").read_text())["knobs"]
-    assert knobs["/proc/sys/vm/pmr_mode"].strip() == "2"
+    assert knobs["/sys/kernel/mm/pmr/enabled"].strip() == "2"
     batches = _vmstat_delta(run_dir, "pmr_batch")
     pages = _vmstat_delta(run_dir, "pmr_batch_pages")
     assert batches > 0, "no bulk writeback batch"

@@ -74,7 +74,6 @@ PMR_VMSTAT_KEYS = [
     "pmr_batch",
     "pmr_batch_pages",
     "pmr_batch_pageout",
-    "pmr_batch_unmap_us",
 ]
 DISKSTAT_FIELDS = [
     "read_ios",
@@ -366,7 +365,7 @@ def pmr_batch(
     pageout_ns: int,
     **where,
 ) -> str:
-    """A vmscan:mm_vmscan_pmr_batch event (one bulk batch, vm.pmr_mode=2)."""
+    """A vmscan:mm_vmscan_pmr_batch event (one bulk batch, pmr/enabled=2)."""
     return trace_line(
         t_s,
         "mm_vmscan_pmr_batch",

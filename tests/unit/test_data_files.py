@@ -239,23 +239,28 @@ def test_kthread_settings_combine_and_a_modifier_never_runs_alone(tmp_path, monk
 def test_scheme_override_sets_one_knob_and_refuses_unknown_ones():
     prof = profiles.load("pixel6pro")
     assert {
-        "path": "/proc/sys/vm/pmr_unmap_unit_kbytes",
+        "path": "/sys/kernel/mm/pmr/unmap_unit_kbytes",
         "value": str(prof.unmap_unit_kb),
     } in schemes.resolve("pmr", prof).knobs
-    swept = schemes.resolve("pmr@pmr_unmap_unit_kbytes=64", prof)
-    assert swept.name == "pmr@pmr_unmap_unit_kbytes=64"
-    assert {"path": "/proc/sys/vm/pmr_unmap_unit_kbytes", "value": "64"} in swept.knobs
-    assert {"path": "/proc/sys/vm/pmr_mode", "value": "2"} in swept.knobs
-    two = schemes.resolve("pmr@pmr_unmap_unit_kbytes=64@pmr_victim_target_kbytes=1000", prof)
-    assert {"path": "/proc/sys/vm/pmr_victim_target_kbytes", "value": "1000"} in two.knobs
+    swept = schemes.resolve("pmr@unmap_unit_kbytes=64", prof)
+    assert swept.name == "pmr@unmap_unit_kbytes=64"
+    assert {"path": "/sys/kernel/mm/pmr/unmap_unit_kbytes", "value": "64"} in swept.knobs
+    assert {"path": "/sys/kernel/mm/pmr/enabled", "value": "2"} in swept.knobs
+    two = schemes.resolve("pmr@unmap_unit_kbytes=64@victim_target_kbytes=1000", prof)
+    assert {"path": "/sys/kernel/mm/pmr/victim_target_kbytes", "value": "1000"} in two.knobs
     with pytest.raises(UserError, match="has no knob 'nope'"):
         schemes.resolve("pmr@nope=1", prof)
     with pytest.raises(UserError, match="malformed"):
-        schemes.resolve("pmr@pmr_mode", prof)
+        schemes.resolve("pmr@enabled", prof)
     with pytest.raises(UserError, match="cannot be combined"):
-        schemes.resolve("pmr@pmr_mode=1+pmr", prof)
+        schemes.resolve("pmr@pmr/enabled=1+pmr", prof)
+    with pytest.raises(UserError, match="names more than one knob"):
+        schemes.resolve("pmr@enabled=1", prof)
+    mode1 = schemes.resolve("pmr@pmr/enabled=1", prof)
+    assert {"path": "/sys/kernel/mm/pmr/enabled", "value": "1"} in mode1.knobs
+    assert {"path": "/sys/kernel/mm/lru_gen/enabled", "value": "n"} in mode1.knobs
     assert (
-        len(schemes.parse_list("pmr@pmr_unmap_unit_kbytes=64,pmr@pmr_unmap_unit_kbytes=128", prof))
+        len(schemes.parse_list("pmr@unmap_unit_kbytes=64,pmr@unmap_unit_kbytes=128", prof))
         == 2
     )
 
@@ -324,7 +329,7 @@ def test_spec_scales_sizes_and_lists_every_app(tmp_path):
 def test_run_dir_names_are_safe_for_virtme_rwdir():
     from pmr_testbed.workflows import campaign
 
-    assert campaign.run_dir_name("pmr@pmr_unmap_unit_kbytes=64") == "pmr_pmr_unmap_unit_kbytes_64"
+    assert campaign.run_dir_name("pmr@unmap_unit_kbytes=64") == "pmr_unmap_unit_kbytes_64"
     assert campaign.run_dir_name("pmr+ice") == "pmr+ice"
     assert not set("=@") & set(
         campaign.run_dir_name("a@b=1@c=2")

@@ -105,7 +105,7 @@ def test_full_plan_runs_the_headline_schemes(tmp_path, monkeypatch):
     assert by_name["delta"].schemes == tuple(d.scheme for d in p.delta)
     assert by_name["delta"].schemes[1] == "pmr" and p.delta[1].multiple == 3
     assert by_name["unit-pixel6pro"].schemes == tuple(
-        f"pmr@pmr_unmap_unit_kbytes={kb}" for kb in (64, 1024)
+        f"pmr@unmap_unit_kbytes={kb}" for kb in (64, 1024)
     )
     floor = by_name["floor"]
     assert (floor.profile, floor.schemes, floor.reps, floor.rounds) == (
@@ -161,7 +161,7 @@ def test_thorough_plan_runs_everything_at_every_rep(tmp_path):
     # pixel6pro's own unit (16 MB) comes from delta; pixel5 runs every unit
     assert by_name["unit-pixel5"].schemes == (
         *by_name["unit-pixel6pro"].schemes,
-        "pmr@pmr_unmap_unit_kbytes=16384",
+        "pmr@unmap_unit_kbytes=16384",
     )
     assert len(by_name["unit-pixel5"].schemes) == 5
 
@@ -619,14 +619,14 @@ def test_fig15_sweeps(sweeps_out):
     assert fig15a["3x"][4] == "1"  # runs
     # 3x (the kernel's default) is pmr as it is, response 440 ms
     assert fig15a["3x"][3] == f"`{paper.DEFAULT_PMR}`" and fig15a["3x"][5] == "440"
-    assert fig15a["1x"][3].startswith("`pmr@pmr_victim_target_kbytes=")
+    assert fig15a["1x"][3].startswith("`pmr@victim_target_kbytes=")
     assert "kshrinkd reported it in main's pmr runs: 76.8 MB" in md
     assert "best unit by median peak throughput **1024 kB**" in md
     fig15b = _rows(md, "Fig. 15b")
     own = str(profiles.load("pixel6pro").unmap_unit_kb)  # delta's pmr, at the profile's unit
     assert [k for k in fig15b if k[0].isdigit()] == ["1024", "16384"]
     assert fig15b[own][1] == "`pmr (delta 3x)`" and fig15b[own][3].startswith("3")
-    assert fig15b["1024"][1:4] == ["`pmr@pmr_unmap_unit_kbytes=1024`", "1", "50.0"]
+    assert fig15b["1024"][1:4] == ["`pmr@unmap_unit_kbytes=1024`", "1", "50.0"]
 
 
 def test_a_second_run_skips_finished_campaigns(quick_out, tmp_path):
@@ -1154,8 +1154,8 @@ def test_the_unit_sweep_takes_its_default_point_from_delta(tmp_path):
     }
     points = paper_report.unit_points(p, collected)["pixel6pro"]
     assert [(v, s) for v, s, _ in points] == [
-        (64.0, "pmr@pmr_unmap_unit_kbytes=64"),
-        (1024.0, "pmr@pmr_unmap_unit_kbytes=1024"),
+        (64.0, "pmr@unmap_unit_kbytes=64"),
+        (1024.0, "pmr@unmap_unit_kbytes=1024"),
         (16384.0, paper_report.DELTA_PMR),
     ]
     assert points[-1][2] is entry

@@ -30,18 +30,18 @@ def pmrtb(*args):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--toggle", "/proc/sys/vm/pmr_mode"], "--toggle must be PATH=V1,V2,..."),
+        (["--toggle", "/sys/kernel/mm/pmr/enabled"], "--toggle must be PATH=V1,V2,..."),
         (["--toggle", "=0,1"], "--toggle must be PATH=V1,V2,..."),
-        (["--toggle", "/proc/sys/vm/pmr_mode=0"], "needs at least two non-empty values"),
-        (["--toggle", "/proc/sys/vm/pmr_mode=0,,1"], "needs at least two non-empty values"),
+        (["--toggle", "/sys/kernel/mm/pmr/enabled=0"], "needs at least two non-empty values"),
+        (["--toggle", "/sys/kernel/mm/pmr/enabled=0,,1"], "needs at least two non-empty values"),
         (["--toggle", "/etc/passwd=0,1"], "must be under /proc/sys or /sys"),
         (["--toggle", "/sys/../etc/x=0,1"], "must be under /proc/sys or /sys"),
         (
-            ["--toggle", "/proc/sys/vm/pmr_mode=0,1", "--toggles", "0"],
+            ["--toggle", "/sys/kernel/mm/pmr/enabled=0,1", "--toggles", "0"],
             "--toggles must be at least 1",
         ),
-        (["--toggle", "/proc/sys/vm/pmr_mode=0,1", "--toggle-refused", "7"], "is not one of"),
-        (["--toggle", "/proc/sys/vm/pmr_mode=0,1", "--toggle-refused", "0"], "written back"),
+        (["--toggle", "/sys/kernel/mm/pmr/enabled=0,1", "--toggle-refused", "7"], "is not one of"),
+        (["--toggle", "/sys/kernel/mm/pmr/enabled=0,1", "--toggle-refused", "0"], "written back"),
         (["--toggle-refused", "7"], "--toggle-refused needs --toggle"),
         (["--swap-factor", "0"], "--swap-factor must be in (0, 50]"),
         (["--swap-factor", "-2"], "--swap-factor must be in (0, 50]"),
@@ -74,15 +74,15 @@ def test_bad_profile_or_scheme_is_named(tmp_path, args, message):
 
 
 def test_toggle_becomes_the_spec_toggle():
-    t = reliability.parse_toggle("/proc/sys/vm/pmr_mode = 0, 1,2", 30, "2")
+    t = reliability.parse_toggle("/sys/kernel/mm/pmr/enabled = 0, 1,2", 30, "2")
     assert t == {
-        "path": "/proc/sys/vm/pmr_mode",
+        "path": "/sys/kernel/mm/pmr/enabled",
         "values": ["0", "1", "2"],
         "refused": ["2"],
         "count": 30,
     }
     with pytest.raises(UserError):
-        reliability.parse_toggle("/proc/sys/vm/pmr_mode=0,1", 5, "1,9")
+        reliability.parse_toggle("/sys/kernel/mm/pmr/enabled=0,1", 5, "1,9")
 
 
 def test_guest_spec_has_the_documented_fields_and_a_swap_disk_that_fits(tmp_path):

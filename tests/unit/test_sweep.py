@@ -4,13 +4,13 @@ import pytest
 
 from pmr_testbed.config.sweep import Part, Sweep, base_name, find_sweeps, parse_name, unit
 
-KEY = "pmr_unmap_unit_kbytes"
+KEY = "unmap_unit_kbytes"
 
 
 def test_parse_name_splits_parts_and_overrides():
     assert parse_name("pmr") == [Part("pmr", ())]
-    assert parse_name(f"pmr@{KEY}=64@pmr_mode=2+ice") == [
-        Part("pmr", ((KEY, "64"), ("pmr_mode", "2"))),
+    assert parse_name(f"pmr@{KEY}=64@pmr/enabled=2+ice") == [
+        Part("pmr", ((KEY, "64"), ("pmr/enabled", "2"))),
         Part("ice", ()),
     ]
     assert parse_name("pmr@path=a=b") == [Part("pmr", (("path", "a=b"),))]
@@ -42,17 +42,17 @@ def test_a_single_value_or_different_bases_are_no_sweep():
 def test_other_overrides_must_agree_in_any_order():
     # a second knob held fixed (written in either order) still makes a sweep ...
     held = find_sweeps(
-        [f"pmr@{KEY}=64@pmr_victim_target_kbytes=0", f"pmr@pmr_victim_target_kbytes=0@{KEY}=256"]
+        [f"pmr@{KEY}=64@victim_target_kbytes=0", f"pmr@victim_target_kbytes=0@{KEY}=256"]
     )
     assert [(s.key, s.label, [v for v, _ in s.points]) for s in held] == [
-        (KEY, "pmr@pmr_victim_target_kbytes=0", [64.0, 256.0])
+        (KEY, "pmr@victim_target_kbytes=0", [64.0, 256.0])
     ]
     # ... but two knobs that both change are not one knob's sweep
     assert (
         find_sweeps(
             [
-                f"pmr@{KEY}=64@pmr_victim_target_kbytes=0",
-                f"pmr@{KEY}=256@pmr_victim_target_kbytes=1024",
+                f"pmr@{KEY}=64@victim_target_kbytes=0",
+                f"pmr@{KEY}=256@victim_target_kbytes=1024",
             ]
         )
         == []

@@ -92,7 +92,7 @@ def test_writeback_that_only_paged_out_has_no_unmap_percentiles():
 
 
 def test_bulk_from_batch_events_before_counters():
-    vmstat = _vmstat(pmr_batch=99, pmr_batch_pages=99, pmr_batch_pageout=99, pmr_batch_unmap_us=99)
+    vmstat = _vmstat(pmr_batch=99, pmr_batch_pages=99, pmr_batch_pageout=99)
     bulk = bulk_figures(parse_trace(trace_text(CALLS + BATCHES)), vmstat)
     assert bulk == pytest.approx(
         {
@@ -106,15 +106,13 @@ def test_bulk_from_batch_events_before_counters():
 
 
 def test_bulk_falls_back_to_vmstat_counters_without_batch_events():
-    vmstat = _vmstat(
-        pmr_batch=10, pmr_batch_pages=2560, pmr_batch_pageout=2500, pmr_batch_unmap_us=5120
-    )
+    vmstat = _vmstat(pmr_batch=10, pmr_batch_pages=2560, pmr_batch_pageout=2500)
     expected = {
         "batches": 10,
         "pages_per_batch_mean": 256.0,
         "pageout_pages": 2500,
         "first_pass_us_per_page_p50": None,
-        "first_pass_us_per_page_mean": 2.0,
+        "first_pass_us_per_page_mean": None,
     }
     assert bulk_figures(None, vmstat) == expected
     untraced = parse_trace(trace_text(CALLS, missing=("vmscan/mm_vmscan_pmr_batch",)))

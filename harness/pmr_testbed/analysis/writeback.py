@@ -1,12 +1,12 @@
 """Per-run writeback figures: what reclaim's unmapping and pageout cost.
 
-Two sources, both from PMR part 2 (storage-friendly writeback, vm.pmr_mode=2):
+Two sources, both from PMR part 2 (storage-friendly writeback, pmr/enabled=2):
 
 - `vmscan:mm_vmscan_writeback_time` (trace.txt), in every scheme on a kernel
   with the series: one event per shrink_folio_list() call that unmapped or
   paged out anything, `nr_unmap` pages whose unmapping was tried and
   `unmap_ns` spent in try_to_unmap() and TLB flushes, `nr_pageout` pages
-  paged out and `pageout_ns` spent in pageout(). Under pmr_mode=2 (patch
+  paged out and `pageout_ns` spent in pageout(). Under pmr/enabled=2 (patch
   22) the owner-by-owner unmapping between a bulk batch's two passes adds
   one event of its own per batch (`nr_unmap` folios tried, `unmap_ns` with
   the rmap locking and the TLB flush, no pageout). `writeback_figures` turns
@@ -15,9 +15,10 @@ Two sources, both from PMR part 2 (storage-friendly writeback, vm.pmr_mode=2):
 - `vmscan:mm_vmscan_pmr_batch` (trace.txt), one event per bulk batch
   (`nr_pages` taken, `nr_unmapped`, `nr_pageout`, `unmap_ns`, `pageout_ns`),
   and the cumulative /proc/vmstat counters `pmr_batch`, `pmr_batch_pages`,
-  `pmr_batch_pageout`, `pmr_batch_unmap_us`: `bulk_figures`. Despite its
-  name, a batch's `unmap_ns` (and `pmr_batch_unmap_us`) is the time of the
-  batch's whole first pass: the page checks (the reference rmap walk
+  `pmr_batch_pageout`: `bulk_figures`. The counters carry no time (kernels
+  before the v2 series also counted `pmr_batch_unmap_us`; it is not read).
+  Despite its name, a batch's `unmap_ns` is the time of the batch's whole
+  first pass: the page checks (the reference rmap walk
   included), swap slot allocation, unmapping and the TLB flush. Divided by
   the pages taken it is a first-pass time per page, not comparable with
   writeback_time's unmap time per page.
@@ -46,7 +47,7 @@ if TYPE_CHECKING:  # metrics imports this module
 
 WRITEBACK_EVENT = "mm_vmscan_writeback_time"
 BATCH_EVENT = "mm_vmscan_pmr_batch"
-BULK_COUNTERS = ("pmr_batch", "pmr_batch_pages", "pmr_batch_pageout", "pmr_batch_unmap_us")
+BULK_COUNTERS = ("pmr_batch", "pmr_batch_pages", "pmr_batch_pageout")
 UNMAP_WINDOW_PAGES = 256  # 1 MB of 4 kB pages
 
 
@@ -154,7 +155,7 @@ def _bulk_from_vmstat(vmstat: Table) -> dict | None:
         "pages_per_batch_mean": pages / batches if batches else None,
         "pageout_pages": d["pmr_batch_pageout"],
         "first_pass_us_per_page_p50": None,
-        "first_pass_us_per_page_mean": d["pmr_batch_unmap_us"] / pages if pages else None,
+        "first_pass_us_per_page_mean": None,
     }
 
 
@@ -168,8 +169,7 @@ def bulk_figures(trace: Trace | None, vmstat: Table) -> dict | None:
     weighted once) and its page-weighted mean.
 
     From the pmr_batch events when the trace has any; otherwise from the
-    vmstat counters' deltas (no median then: the counters only give the
-    mean); None when the kernel has neither (without PMR part 2). A PMR
+    vmstat counters' deltas (no times then: the counters carry none); None when the kernel has neither (without PMR part 2). A PMR
     kernel not in mode 2 gives 0 batches."""
     batches = trace.named(BATCH_EVENT) if trace else []
     return _bulk_from_trace(batches) if batches else _bulk_from_vmstat(vmstat)

@@ -16,7 +16,7 @@ summary.json and report.md, then one combined report over them
                   nr_to_reclaim on pixel6pro (Fig. 15a): the guest's high
                   watermark as the harness sets it (profile.watermarks(),
                   guest_high_watermark_pages), so that 3x is the kernel's
-                  default (pmr_victim_target_kbytes=0)
+                  default (victim_target_kbytes=0)
   unit-pixel6pro  pmr at unmap units of 64 kB-16 MB (Fig. 15b)
   unit-pixel5     the same on pixel5 (thorough mode only)
   floor           `paper` on pixel6pro-roomy (three times the RAM: nothing
@@ -100,8 +100,8 @@ DEVICE_SCHEMES = ("original", "pps", "pmr")
 # kernels' extra kswapd threads (kernel/baselines/kswapd-threads), which the
 # paper argues against (§4.1, §6) without measuring them
 PEER_SCHEMES = ("kswapd-threads",)
-DELTA_KEY = "pmr_victim_target_kbytes"
-UNIT_KEY = "pmr_unmap_unit_kbytes"
+DELTA_KEY = "victim_target_kbytes"
+UNIT_KEY = "unmap_unit_kbytes"
 DEFAULT_DELTA = 3  # the kernel's default victim target: 3 x nr_to_reclaim
 DEFAULT_PMR = "pmr"  # the kernel's default delta and the profile's own unit
 MIN_FULL_REPS = 3  # the headline ratios' min/median/max (issue 5)

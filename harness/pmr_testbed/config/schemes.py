@@ -14,10 +14,12 @@ fields in braces, e.g. "{pmr.unmap_unit_kb}".
 A scheme file with `modifier = true` only changes another scheme and is run
 combined with one (`original+kswapd-fifo`), never alone.
 
-A part may override the value of one of its knobs, named by the last
-component of the knob's path: `pmr@pmr_unmap_unit_kbytes=64` is `pmr` with
-the unmap unit at 64 kB. A list of such variants is a sweep
-(`pmr@pmr_unmap_unit_kbytes=64,pmr@pmr_unmap_unit_kbytes=1024`), which the
+A part may override the value of one of its knobs, named by the end of
+the knob's path, whole components, as long as it names one knob:
+`pmr@unmap_unit_kbytes=64` is `pmr` with the unmap unit at 64 kB;
+`pmr@pmr/enabled=1` sets PMR's mode, where `enabled` alone would also name
+`lru_gen/enabled`. A list of such variants is a sweep
+(`pmr@unmap_unit_kbytes=64,pmr@unmap_unit_kbytes=1024`), which the
 report plots against the value.
 """
 
@@ -137,9 +139,15 @@ def _override(scheme: Scheme, text: str) -> Scheme:
         if not sep or not key or not value:
             raise UserError(
                 f"scheme override {item!r} is malformed: use NAME@KNOB=VALUE, "
-                f"e.g. pmr@pmr_unmap_unit_kbytes=64"
+                f"e.g. pmr@unmap_unit_kbytes=64"
             )
-        hits = [k for k in knobs if k["path"].rsplit("/", 1)[-1] == key]
+        hits = [k for k in knobs if f"/{k['path']}".endswith(f"/{key}")]
+        if len(hits) > 1:
+            paths_hit = ", ".join(k["path"] for k in hits)
+            raise UserError(
+                f"scheme {scheme.name}: {key!r} names more than one knob ({paths_hit}): "
+                "name it by more of its path, e.g. pmr/enabled"
+            )
         if not hits:
             names = ", ".join(k["path"].rsplit("/", 1)[-1] for k in knobs) or "none"
             raise UserError(

@@ -1,14 +1,14 @@
 """Sweeps: schemes that are one scheme with one knob set to different values.
 
 A scheme name may carry knob overrides (the syntax schemes.py loads):
-`pmr@pmr_unmap_unit_kbytes=64` is scheme `pmr` with the knob whose path ends
-in `pmr_unmap_unit_kbytes` set to 64. In each `+`-joined part, the base name
+`pmr@unmap_unit_kbytes=64` is scheme `pmr` with the knob whose path ends
+in `unmap_unit_kbytes` set to 64. In each `+`-joined part, the base name
 is what comes before the first '@' and the overrides are the `@key=value`
 pairs after it.
 
 Schemes that are the same but for the value of one override key, numeric in
 every one of them, form a `Sweep` over that key (paper Fig. 15b sweeps the
-unmap unit): `pmr@pmr_unmap_unit_kbytes=64` and `pmr@pmr_unmap_unit_kbytes=1024`
+unmap unit): `pmr@unmap_unit_kbytes=64` and `pmr@unmap_unit_kbytes=1024`
 do; `pmr` (the default value, not known by name) and `pps@...=64` do not join
 them. This module only reads names; it never loads a scheme.
 """
@@ -54,7 +54,7 @@ def parse_name(name: str) -> list[Part]:
 
 
 def base_name(name: str) -> str:
-    """The name without overrides: `pmr@pmr_unmap_unit_kbytes=64+ice` -> `pmr+ice`."""
+    """The name without overrides: `pmr@unmap_unit_kbytes=64+ice` -> `pmr+ice`."""
     return "+".join(p.base for p in parse_name(name))
 
 

@@ -12,7 +12,7 @@ from ..errors import UserError
 # Spec default: the series' own tracepoints and kswapd's rounds. Cheap: a few
 # events per reclaim round, none when reclaim is idle. `writeback_time` (one
 # per shrink_folio_list() call that unmapped or paged out anything, in every
-# scheme) and `pmr_batch` (one per bulk batch, vm.pmr_mode=2 only) come with
+# scheme) and `pmr_batch` (one per bulk batch, pmr/enabled=2 only) come with
 # PMR part 2; `kswapd_round` (one per kswapd_shrink_node() call, for the
 # paper's Figs. 5 and 6: kswapd_rounds.py) comes with a later patch. A kernel
 # without an event lists it on the `# missing=` line.

@@ -690,7 +690,6 @@ PMR_BULK_COLUMNS = [
     ("pmr.pmr_batch", "bulk batches"),
     ("pmr.pmr_batch_pages", "batch pages"),
     ("pmr.pmr_batch_pageout", "batch pageouts"),
-    ("pmr.pmr_batch_unmap_us", "batch first-pass µs"),
 ]
 
 
@@ -1269,7 +1268,7 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
             "their swap copy thrown away, or freed by their owner. On a PMR kernel "
             "with patch 27, the faults that mapped a victim again after reclaim paged "
             "it out, and the victim pages their owner freed (pages; both 0 where "
-            "vm.pmr_mode is 0).",
+            "pmr/enabled is 0).",
             "",
             *fate,
             "",
@@ -1280,7 +1279,7 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
         lines += [
             "PMR's victim list (pages counted by /proc/vmstat over the run; the list "
             "size sampled every 100 ms; every scheme on a PMR kernel has the counters, "
-            "they stay 0 where vm.pmr_mode is 0):",
+            "they stay 0 where pmr/enabled is 0):",
             "",
             *pmr,
             "",
@@ -1301,7 +1300,7 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
             "pages were tried, each window one sample whatever the scheme (percentiles "
             "over windows; the spread of unmap time at equal granularity). Bulk "
             "batches are PMR's "
-            "storage-friendly writeback (vm.pmr_mode=2; `mm_vmscan_pmr_batch`, or "
+            "storage-friendly writeback (pmr/enabled=2; `mm_vmscan_pmr_batch`, or "
             "/proc/vmstat's `pmr_batch*` counters when not traced, which give no "
             "median); 0 under another mode, – on a kernel without them. A batch's "
             "first pass µs/page is the time of its whole first pass (page checks "

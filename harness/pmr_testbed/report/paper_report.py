@@ -872,7 +872,7 @@ def plot_fig15b(units: dict[str, list[tuple]], path: Path) -> None:
         ax.minorticks_off()
     ax.set(
         title="Reclaim throughput against the unmap unit",
-        xlabel="pmr_unmap_unit_kbytes",
+        xlabel="unmap_unit_kbytes",
         ylabel="swap-device writes (MB/s)",
     )
     ax.set_ylim(bottom=0)

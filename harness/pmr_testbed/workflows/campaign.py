@@ -337,8 +337,8 @@ def _keep_failed(out: Path, run_id: str) -> str:
 
 def run_dir_name(scheme_name: str) -> str:
     """A scheme's name as a run directory name: virtme-ng's --rwdir refuses
-    paths with `=` (GUEST=HOST) or `@`, so `pmr@pmr_unmap_unit_kbytes=64`
-    becomes `pmr_pmr_unmap_unit_kbytes_64` (campaign.json keeps the name)."""
+    paths with `=` (GUEST=HOST) or `@`, so `pmr@unmap_unit_kbytes=64`
+    becomes `pmr_unmap_unit_kbytes_64` (campaign.json keeps the name)."""
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", scheme_name)
 
 

@@ -90,7 +90,7 @@ def parse_toggle(text: str, count: int, refused: str | None) -> dict:
     path = path.strip()
     if not eq or not path:
         raise UserError(
-            f"--toggle must be PATH=V1,V2,... (e.g. /proc/sys/vm/pmr_mode=0,1), got {text!r}"
+            f"--toggle must be PATH=V1,V2,... (e.g. /sys/kernel/mm/pmr/enabled=0,1), got {text!r}"
         )
     if not path.startswith(KNOB_ROOTS) or ".." in path.split("/"):
         raise UserError(f"--toggle path {path} must be under /proc/sys or /sys")

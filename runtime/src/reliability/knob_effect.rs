@@ -102,7 +102,7 @@ mod tests {
 
     #[test]
     fn other_knobs_are_not_checked() {
-        assert_eq!(check(Path::new("/proc/sys/vm/pmr_mode"), "2"), None);
+        assert_eq!(check(Path::new("/sys/kernel/mm/pmr/enabled"), "2"), None);
         assert!(check(Path::new("/proc/sys/vm/kswapd_threads"), "two").is_some());
     }
 }

@@ -112,7 +112,7 @@ mod tests {
 
     fn toggle(values: &[&str], refused: &[&str], count: u32) -> Toggle {
         Toggle {
-            path: "/proc/sys/vm/pmr_mode".into(),
+            path: "/sys/kernel/mm/pmr/enabled".into(),
             values: values.iter().map(|v| v.to_string()).collect(),
             refused: refused.iter().map(|v| v.to_string()).collect(),
             count,
