@@ -15,7 +15,7 @@
 # 4. memory.reclaim asks `files` for 90% of its memory. With swappiness 0
 #    this memcg reclaim takes file pages only, and the goal cannot be met
 #    without the victims (checked: else the probe is inconclusive): reclaim
-#    that may not swap must take file victims (patch 4). A series that left
+#    that may not swap must take file victims (patch 6). A series that left
 #    every victim alone when reclaim could not swap kept 17 MB of them here
 #    and the write failed with EAGAIN.
 set -eu

@@ -19,7 +19,7 @@
 #    victims or more under it (kshrinkd refills between the calls). The
 #    victims cover each goal, so under mode 2 reclaim scans no LRU
 #    list of `live` (sc->pmr_goal_left is 0). The dying memcg has no
-#    victims, and patch 14 scans its LRU lists all the same, a few pages
+#    victims, and patch 8 scans its LRU lists all the same, a few pages
 #    a call at priority 12 (get_scan_count()); without that check the
 #    dying cache is left whole.
 #    Passed when 64 kB (16 pages) or more of the dying memcg's page cache

@@ -23,7 +23,7 @@
 #    more, as on a phone whose swap has run full. memory.reclaim asks it
 #    for its page cache and its paged-out anon. With no swap left,
 #    reclaim scans no anon LRU list and takes only file victims, except
-#    the anon victims paged out: they hold a slot already (patch 23).
+#    the anon victims paged out: they hold a slot already (patch 11).
 #    Passed when 64 kB (16 pages) or more of anon victims and of
 #    paged-out anon are freed: nothing else frees either here;
 # 4. if not, the control: the cap is lifted and memory.reclaim asks for

@@ -16,7 +16,7 @@
 #    limits together, and try_charge_memcg() reclaims without swapping
 #    when memsw is the counter at its limit (swapping would not lower
 #    it): reclaim of `app` may take only file pages, its file victims
-#    first (patch 4's skip_victim()). Passed when the anon is all charged
+#    first (patch 6's skip_victim()). Passed when the anon is all charged
 #    (memory.stat rss reaches 140 MB), no OOM kill happened in `app` and
 #    reclaim freed 8 MB or more of victims (pmr_victim_reclaimed: no
 #    other reclaim runs, the guest has 512 MB); failed otherwise.

@@ -72,9 +72,9 @@ keyval() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 memstat() { keyval "$cg/$1/memory.stat" "$2"; }
 
 # victims_in STATFILE: what a memory.stat (cgroup v1 or v2) has on PMR's
-# victim lists: victim_anon + victim_file, or `victim` on the series before
-# its patch 26 (one list for both types; probes run on such kernels with
-# --kernel). Empty if it counts no victims.
+# victim lists: victim_anon + victim_file, or `victim` on the first version
+# of the series before its patch 26 (one list for both types; probes run on
+# such kernels with --kernel). Empty if it counts no victims.
 victims_in() {
 	awk '$1 == "victim" { one = $2 }
 	     $1 == "victim_anon" || $1 == "victim_file" { n += $2; split_lists = 1 }
@@ -82,7 +82,7 @@ victims_in() {
 }
 
 # anon_victims_in STATFILE: the anon ones among them (victim_anon, or
-# victim - victim_file before patch 26); empty if it does not count them.
+# victim - victim_file before v1's patch 26); empty if it does not count them.
 anon_victims_in() {
 	awk '$1 == "victim" { one = $2 } $1 == "victim_file" { file = $2 }
 	     $1 == "victim_anon" { anon = $2 }

@@ -270,7 +270,7 @@ pub(crate) fn read_vmstat() -> Result<VmCounters> {
     Ok(VmCounters {
         pswpout: get("pswpout"),
         pswpin: get("pswpin"),
-        // one list before patch 26 of the series, one per type since
+        // one list before v1's patch 26 of the series, one per type since
         nr_victim: memcg_stat::victim_total(
             &stat,
             "nr_victim",

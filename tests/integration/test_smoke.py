@@ -115,7 +115,7 @@ def test_pps_filled_and_used_the_victim_list(results):
     trace = read_trace(run_dir / "trace.txt")
     rounds = kshrinkd_rounds(trace)
     assert rounds is not None and rounds["rounds"] > 0, "no kshrinkd round was traced"
-    # A batch stops as soon as it is full (patch 19: the next one resumes
+    # A batch stops as soon as it is full (patch 7: the next one resumes
     # the memcg walk there), so it adds at most one last isolation per
     # inactive list beyond what it was asked: SWAP_CLUSTER_MAX pages, or
     # fewer and one large folio (up to 511 pages more).
@@ -143,7 +143,7 @@ def test_every_victim_is_accounted_for(results, scheme):
     when the last sample is read: taken off the lists, not yet reclaimed or
     put back (a bulk batch is a whole unit, 256 pages on pixel5). Victims
     kept on the lists after pageout count in none of them. The victims their
-    owner freed are some of those put back (patch 27)."""
+    owner freed are some of those put back (patch 12)."""
     run_dir = results / "runs" / f"{scheme}-r1"
     flow = (
         _vmstat_delta(run_dir, "pmr_victim_added")

@@ -288,7 +288,7 @@ def test_pmr_figures_only_on_a_pmr_kernel(tmp_path):
 
 
 def test_victim_lists_of_both_types_add_up(tmp_path):
-    """One list per type since patch 26 of the series; runs of the kernels
+    """One list per type since v1's patch 26 of the series; runs of the kernels
     before it (one list, nr_victim) read as they did."""
     from pmr_testbed.analysis.metrics import pmr_figures, read_table, victim_pages
 

@@ -143,11 +143,11 @@ OPTIONAL_FILES = (
     "threads_cpu.csv",
     "lmkd.csv",
 )
-# the victim lists' sizes in /proc/vmstat: one per type since patch 26 of the
-# series, one for both before
+# the victim lists' sizes in /proc/vmstat: one per type since v1's patch 26
+# of the series, one for both before
 VICTIM_KEYS = ("nr_victim_anon", "nr_victim_file")
 ONE_LIST_VICTIM_KEY = "nr_victim"
-# pmr_victim_swapin and pmr_victim_freed since patch 27 of the series
+# pmr_victim_swapin and pmr_victim_freed since v1's patch 27 of the series
 PMR_EVENTS = (
     "kshrinkd_wake",
     "pgscan_kshrinkd",
@@ -476,7 +476,7 @@ def vmstat_deltas(vmstat: Table, path: Path) -> dict[str, int]:
 def victim_pages(vmstat: Table) -> list[int] | None:
     """Pages on the victim lists at each row of vmstat.csv's table, or None
     on a kernel without PMR: `nr_victim` where the series had one list
-    (before its patch 26), else the sum of `VICTIM_KEYS`, one list per type."""
+    (before v1's patch 26), else the sum of `VICTIM_KEYS`, one list per type."""
     header, rows = vmstat
     keys = [ONE_LIST_VICTIM_KEY] if ONE_LIST_VICTIM_KEY in header else list(VICTIM_KEYS)
     if not all(k in header for k in keys):

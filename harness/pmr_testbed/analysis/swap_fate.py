@@ -19,7 +19,7 @@ ahead of a need the run did not reach. For every scheme alike:
   page left the swap cache without reclaim freeing it: mapped again and
   its swap slot freed, or freed by its owner.
 
-On a kernel with patch 27 of the PMR series, `pmr.pmr_victim_swapin` and
+On a kernel with patch 12 of the PMR series (v1: 27), `pmr.pmr_victim_swapin` and
 `pmr.pmr_victim_freed` (metrics.PMR_EVENTS) tell how many of those were
 victims that reclaim had paged out.
 """

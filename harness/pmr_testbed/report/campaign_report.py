@@ -726,7 +726,7 @@ SWAP_FATE_COLUMNS = [
     ("swap_fate.swap_cache_end_mb", "in swap cache at end MB"),
     ("swap_fate.dropped_mb", "dropped MB"),
 ]
-# patch 27's counters: columns only when some scheme's kernel has them
+# patch 12's counters: columns only when some scheme's kernel has them
 SWAP_FATE_PMR_COLUMNS = [
     ("pmr.pmr_victim_swapin", "victims swapped in"),
     ("pmr.pmr_victim_freed", "victims freed by owner"),
@@ -1253,7 +1253,7 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
             "active pages deactivated (pgdeactivate), and the mean size of the active "
             "and inactive file lists and of the file victims (nr_victim_file, – on a "
             "kernel that does not count them). On a kernel where victims do not count "
-            "as inactive pages (PMR before patch 25), kshrinkd's victims shorten the "
+            "as inactive pages (PMR v1 before its patch 25), kshrinkd's victims shorten the "
             "active lists and lower the share activated.",
             "",
             *balance,
@@ -1266,7 +1266,7 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
             "write. Of those not freed, some are still in the swap cache at the end "
             "(the growth of nr_swapcached); the rest were dropped: mapped again and "
             "their swap copy thrown away, or freed by their owner. On a PMR kernel "
-            "with patch 27, the faults that mapped a victim again after reclaim paged "
+            "with patch 12, the faults that mapped a victim again after reclaim paged "
             "it out, and the victim pages their owner freed (pages; both 0 where "
             "pmr/enabled is 0).",
             "",

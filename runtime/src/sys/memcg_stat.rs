@@ -30,7 +30,7 @@ pub const LRU_KEYS: [&str; 5] = [
     "active_file",
     "unevictable",
 ];
-/// PMR's victim lists: one per type since patch 26 of the series, one
+/// PMR's victim lists: one per type since v1's patch 26 of the series, one
 /// (`victim`, both types) before.
 pub const VICTIM_KEYS: [&str; 2] = ["victim_anon", "victim_file"];
 pub const ONE_LIST_VICTIM_KEY: &str = "victim";
