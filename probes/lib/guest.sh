@@ -37,7 +37,8 @@ setup_disks() {
 	mount "$data" /run/data
 }
 
-# set_pmr_enabled MODE: write /sys/kernel/mm/pmr/enabled, or an inconclusive verdict if refused.
+# set_pmr_enabled MODE: MODE into /sys/kernel/mm/pmr/enabled, or an
+# inconclusive verdict if refused.
 set_pmr_enabled() {
 	echo "$1" >/sys/kernel/mm/pmr/enabled 2>/dev/null ||
 		verdict 2 "pmr/enabled refused $1 (a mode is 0, 1 or 2)"

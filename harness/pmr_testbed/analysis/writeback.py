@@ -7,7 +7,7 @@ Two sources, both from PMR part 2 (storage-friendly writeback, pmr/enabled=2):
   paged out anything, `nr_unmap` pages whose unmapping was tried and
   `unmap_ns` spent in try_to_unmap() and TLB flushes, `nr_pageout` pages
   paged out and `pageout_ns` spent in pageout(). Under pmr/enabled=2 (patch
-  22) the owner-by-owner unmapping between a bulk batch's two passes adds
+  10) the owner-by-owner unmapping between a bulk batch's two passes adds
   one event of its own per batch (`nr_unmap` folios tried, `unmap_ns` with
   the rmap locking and the TLB flush, no pageout). `writeback_figures` turns
   them into per-page times; the paper's Fig. 7 point is that the original
@@ -169,7 +169,8 @@ def bulk_figures(trace: Trace | None, vmstat: Table) -> dict | None:
     weighted once) and its page-weighted mean.
 
     From the pmr_batch events when the trace has any; otherwise from the
-    vmstat counters' deltas (no times then: the counters carry none); None when the kernel has neither (without PMR part 2). A PMR
-    kernel not in mode 2 gives 0 batches."""
+    vmstat counters' deltas (no times then: the counters carry none);
+    None when the kernel has neither (without PMR part 2). A PMR kernel not
+    in mode 2 gives 0 batches."""
     batches = trace.named(BATCH_EVENT) if trace else []
     return _bulk_from_trace(batches) if batches else _bulk_from_vmstat(vmstat)
