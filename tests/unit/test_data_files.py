@@ -259,10 +259,7 @@ def test_scheme_override_sets_one_knob_and_refuses_unknown_ones():
     mode1 = schemes.resolve("pmr@pmr/enabled=1", prof)
     assert {"path": "/sys/kernel/mm/pmr/enabled", "value": "1"} in mode1.knobs
     assert {"path": "/sys/kernel/mm/lru_gen/enabled", "value": "n"} in mode1.knobs
-    assert (
-        len(schemes.parse_list("pmr@unmap_unit_kbytes=64,pmr@unmap_unit_kbytes=128", prof))
-        == 2
-    )
+    assert len(schemes.parse_list("pmr@unmap_unit_kbytes=64,pmr@unmap_unit_kbytes=128", prof)) == 2
 
 
 def test_kswapd_threads_sweeps_its_thread_count():
