@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use pmr_guest::reliability::{self, checker};
 use pmr_guest::spec::{self, Spec};
-use pmr_guest::workload::{app, bench, max_rate};
+use pmr_guest::workload::{bench, max_rate, zygote};
 use pmr_guest::{run, setup};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,18 +28,14 @@ enum Cmd {
         #[arg(long)]
         spec: PathBuf,
     },
-    /// One app process, spawned by `run`.
+    /// The zygote, spawned by `run`: forks the app processes.
     #[command(hide = true)]
-    App {
+    Zygote {
         #[arg(long)]
         spec: PathBuf,
         /// Where the apps' files are (the data disk's mount point).
         #[arg(long)]
         data_dir: PathBuf,
-        #[arg(long)]
-        name: String,
-        #[arg(long)]
-        index: u32,
     },
     /// Write every app's files under DIR: the data disk's content, which the
     /// host makes into the ext4 image that `run` mounts read-only.
@@ -108,15 +104,10 @@ enum SchemaOf {
 fn main() -> ExitCode {
     match Cli::parse().command {
         Cmd::Run { spec } => run::main(&spec),
-        Cmd::App {
-            spec,
-            data_dir,
-            name,
-            index,
-        } => match app::main(&spec, &data_dir, &name, index) {
+        Cmd::Zygote { spec, data_dir } => match zygote::main(&spec, &data_dir) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("pmr-guest app {name}[{index}]: error: {e:#}");
+                eprintln!("pmr-guest zygote: error: {e:#}");
                 ExitCode::from(1)
             }
         },

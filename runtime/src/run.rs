@@ -21,8 +21,8 @@ use crate::sys::trace_events::TraceRecorder;
 use crate::sys::tracefs::{self, SwapWriteHist, SwapWriteHistFile};
 use crate::workload::activity_manager::{self, ActivityManager};
 use crate::workload::app_files::DATA_MOUNT;
-use crate::workload::app_process::AppCommand;
 use crate::workload::child_reaper;
+use crate::workload::zygote::Zygote;
 
 const TRACE_FILE: &str = "trace.txt";
 use anyhow::{Context, Result};
@@ -38,21 +38,31 @@ use std::time::{Duration, Instant, SystemTime};
 
 pub fn main(spec_path: &Path) -> ExitCode {
     let prepared = Spec::load(spec_path).and_then(|spec| {
-        let app_command = AppCommand {
-            exe: std::env::current_exe().context("cannot find the pmr-guest binary")?,
-            spec: spec_path.to_path_buf(),
-            data_dir: DATA_MOUNT.into(),
-        };
+        let exe = std::env::current_exe().context("cannot find the pmr-guest binary")?;
         let phone = setup::prepare(&spec)?;
-        Ok((spec, phone, app_command))
+        // The app processes the zygote forks are reparented here.
+        sys::set_child_subreaper().context("prctl(PR_SET_CHILD_SUBREAPER) failed")?;
+        let cgroup = phone.cgroups.sibling("zygote")?;
+        let zygote = Zygote::start(&exe, spec_path, Path::new(DATA_MOUNT), &cgroup)?;
+        // As Android's init does for its services: lmkd and the OOM killer
+        // leave the zygote alone (an app's adj is set once it is forked).
+        let adj = format!("/proc/{}/oom_score_adj", zygote.pid);
+        if let Err(e) = std::fs::write(&adj, "-1000") {
+            zygote.stop();
+            return Err(e).with_context(|| format!("cannot write {adj}"));
+        }
+        Ok((spec, phone, zygote))
     });
-    let (spec, phone, app_command) = match prepared {
+    let (spec, phone, zygote) = match prepared {
         Ok(p) => p,
         Err(e) => return setup_error(&e),
     };
     match Workload::start(&spec, &phone) {
-        Ok(workload) => workload.run(app_command),
-        Err(e) => setup_error(&e),
+        Ok(workload) => workload.run(zygote),
+        Err(e) => {
+            zygote.stop();
+            setup_error(&e)
+        }
     }
 }
 
@@ -149,11 +159,11 @@ impl<'a> Workload<'a> {
         })
     }
 
-    fn run(self, app_command: AppCommand) -> ExitCode {
+    fn run(self, zygote: Zygote) -> ExitCode {
         let spec = self.spec;
         let mut manager = ActivityManager::new(activity_manager::Resources {
             spec,
-            app_command,
+            zygote,
             apps_cgroup: self.phone.cgroups.group_dir(),
             registry: self.registry.clone(),
             events: self.events.clone(),

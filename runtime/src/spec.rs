@@ -33,7 +33,17 @@ pub struct Spec {
     pub lmkd: LmkdConfig,
     pub metrics: Metrics,
     pub scenario: Scenario,
+    pub zygote: ZygoteSpec,
     pub apps: Vec<AppSpec>,
+}
+
+/// The parent of every app process (zygote.rs).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZygoteSpec {
+    /// Anonymous memory the zygote writes before forking, which every app
+    /// shares copy-on-write (MB, guest scale)
+    pub shared_mb: f64,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -366,6 +376,10 @@ impl Spec {
         ensure!(
             self.metrics.interval_ms > 0.0,
             "metrics.interval_ms must be > 0"
+        );
+        ensure!(
+            non_negative(self.zygote.shared_mb),
+            "zygote.shared_mb must be >= 0"
         );
         self.validate_apps()?;
         self.validate_scenario()

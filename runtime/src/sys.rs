@@ -160,6 +160,14 @@ pub fn wait_any_child() -> Result<Option<(i32, Exit)>> {
     }
 }
 
+/// Make the calling process a child subreaper: orphans among its
+/// descendants become its children (the zygote's app processes).
+pub fn set_child_subreaper() -> Result<()> {
+    // SAFETY: plain prctl with integer arguments.
+    check(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }.into())?;
+    Ok(())
+}
+
 pub fn kill(pid: i32) -> Result<()> {
     // SAFETY: plain syscall.
     check(unsafe { libc::kill(pid, libc::SIGKILL) }.into())?;

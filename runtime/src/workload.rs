@@ -17,3 +17,4 @@ pub mod memory;
 pub mod oom_adj;
 pub mod protocol;
 pub mod switch_plan;
+pub mod zygote;

@@ -10,7 +10,6 @@ use pmr_guest::control::Control;
 use pmr_guest::events::EventLog;
 use pmr_guest::lmkd::proc_registry::{Entry, ProcRegistry};
 use pmr_guest::workload::activity_manager::{ActivityManager, Resources};
-use pmr_guest::workload::app_process::AppCommand;
 use pmr_guest::workload::child_reaper;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -44,11 +43,7 @@ fn run(
         scope.spawn(|| meddle(&registry, &control));
         let mut manager = ActivityManager::new(Resources {
             spec: &s.spec,
-            app_command: AppCommand {
-                exe: env!("CARGO_BIN_EXE_pmr-guest").into(),
-                spec: s.spec_path.clone(),
-                data_dir: s.data_dir.clone(),
-            },
+            zygote: s.zygote(),
             apps_cgroup,
             registry: registry.clone(),
             events,

@@ -1,12 +1,13 @@
-//! End-to-end test of an app process on the host: spawn `pmr-guest app`
-//! the way the activity manager does (a regular file stands in for the
-//! cgroup's `cgroup.procs`), drive it through the line protocol, kill it.
+//! End-to-end test of an app process on the host: fork it from the zygote
+//! the way the activity manager does (regular files stand in for the
+//! cgroups' `cgroup.procs`), drive it through the line protocol, kill it.
 
 mod common;
 
 use common::Scratch;
-use pmr_guest::workload::app_process::{AppCommand, AppProcess, Reply};
+use pmr_guest::workload::app_process::{AppProcess, Reply};
 use pmr_guest::workload::protocol::Command;
+use pmr_guest::workload::zygote::Zygote;
 use std::time::{Duration, Instant};
 
 fn await_reply(p: &mut AppProcess) -> Reply {
@@ -41,21 +42,51 @@ fn reap(pid: i32) -> i32 {
     status
 }
 
-fn spawn(s: &Scratch, app: &str, index: u32) -> AppProcess {
+fn spawn(s: &Scratch, zygote: &mut Zygote, app: &str, index: u32) -> AppProcess {
     let procs = s.dir.join("cgroup.procs");
     std::fs::write(&procs, "").unwrap();
-    let command = AppCommand {
-        exe: env!("CARGO_BIN_EXE_pmr-guest").into(),
-        spec: s.spec_path.clone(),
-        data_dir: s.data_dir.clone(),
+    zygote.fork_app(app, index, &s.dir).unwrap()
+}
+
+/// kB of `field` summed over the mappings of `pid` (/proc/PID/smaps) that
+/// `keep` selects by their own fields.
+fn smaps_kb(pid: i32, keep: impl Fn(&str) -> bool, field: &str) -> u64 {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let mut total = 0;
+    let mut mapping = String::new();
+    let mut flush = |mapping: &str| {
+        if !mapping.is_empty() && keep(mapping) {
+            let line = mapping.lines().find(|l| l.starts_with(field)).unwrap();
+            total += line
+                .split_whitespace()
+                .nth(1)
+                .unwrap()
+                .parse::<u64>()
+                .unwrap();
+        }
     };
-    command.spawn(app, index, &s.dir).unwrap()
+    for line in smaps.lines() {
+        // A mapping's header line starts with its address range.
+        if line
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| w.contains('-') && !w.ends_with(':'))
+        {
+            flush(&mapping);
+            mapping.clear();
+        }
+        mapping.push_str(line);
+        mapping.push('\n');
+    }
+    flush(&mapping);
+    total
 }
 
 #[test]
 fn app_process_serves_cold_hot_fg_bg_and_dies_by_sigkill() {
     let s = Scratch::new("serve", |_| {});
-    let mut p = spawn(&s, "youtube", 1);
+    let mut zygote = s.zygote();
+    let mut p = spawn(&s, &mut zygote, "youtube", 1);
     // A launch reports its steps and where its time went; fg and bg nothing.
     let split = ["wall_ms", "user_ms", "sys_ms", "runq_ms", "major_faults"];
     let expected = [
@@ -95,9 +126,48 @@ fn app_process_serves_cold_hot_fg_bg_and_dies_by_sigkill() {
 #[test]
 fn app_process_fails_on_a_protocol_error() {
     let s = Scratch::new("misuse", |_| {});
-    let mut p = spawn(&s, "chrome", 0);
+    let mut zygote = s.zygote();
+    let mut p = spawn(&s, &mut zygote, "chrome", 0);
     assert!(p.send(Command::Hot), "hot before cold");
     assert_eq!(await_reply(&mut p), Reply::Gone);
     let status = reap(p.pid);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 1);
+}
+
+/// The app writes its heap in the mapping it inherited from the zygote,
+/// where the zygote's preload (1 MB in the fixture) is shared with it.
+#[test]
+fn app_process_writes_its_heap_beside_the_zygotes_shared_pages() {
+    let s = Scratch::new("zygote", |_| {});
+    let mut zygote = s.zygote();
+    let mut p = spawn(&s, &mut zygote, "chrome", 0);
+    assert!(p.send(Command::Cold));
+    cost_names(await_reply(&mut p));
+    // The one anonymous mapping that holds both the preload and the heap.
+    let shared_and_private = |m: &str| {
+        let kb = |f: &str| {
+            let line = m.lines().find(|l| l.starts_with(f)).unwrap();
+            line.split_whitespace()
+                .nth(1)
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        };
+        kb("Shared_Dirty:") >= 1024 && kb("Private_Dirty:") > 0
+    };
+    let heap_kb = smaps_kb(p.pid, shared_and_private, "Private_Dirty:");
+    let shared_kb = smaps_kb(p.pid, shared_and_private, "Shared_Dirty:");
+    assert!(
+        shared_kb >= 1024,
+        "the zygote's 1 MB is not shared: {shared_kb} kB"
+    );
+    // The fixture's chrome writes 4 MB x launch_fraction at its launch.
+    assert!(
+        heap_kb >= 256,
+        "the heap is not in the zygote's mapping: {heap_kb} kB"
+    );
+    // SAFETY: plain kill of our own children.
+    assert_eq!(unsafe { libc::kill(p.pid, libc::SIGKILL) }, 0);
+    reap(p.pid);
+    zygote.stop();
 }

@@ -101,6 +101,7 @@ dwell_ms = [10, 20]
 launch_gap_ms = 0
 settle_ms = 0
 deadline_s = 10
+zygote = { shared_mb = 0 }
 [defaults]
 processes = 1
 launch_fraction = 0.5
@@ -433,3 +434,26 @@ def test_paper_scenario_levers_stay_within_the_phones_footprints():
         assert a.peak_anon_mb is not None and a.anon_mb < a.peak_anon_mb <= 2.5 * a.anon_mb
         assert 0 < a.resume_work_ms <= a.init_work_ms
     assert all(a.launch_threads == 3 for a in s.apps)
+
+
+def test_zygote_is_required_and_reaches_the_runtime_at_guest_scale(tmp_path):
+    app = '[[foreground]]\nname = "a"\nanon_mb = 10\n'
+    with pytest.raises(UserError, match="zygote"):
+        _scenario(tmp_path, BASE.replace("zygote = { shared_mb = 0 }\n", "") + app)
+    with pytest.raises(UserError, match=r"\[zygote\]: unknown key\(s\) shared"):
+        _scenario(tmp_path, BASE.replace("shared_mb = 0", "shared = 1") + app)
+    s = _scenario(tmp_path, BASE.replace("shared_mb = 0", "shared_mb = 22") + app)
+    prof = profiles.load("pixel6pro")
+    built = spec.build(
+        run_id="r",
+        out_dir=tmp_path,
+        seed=1,
+        scenario=s,
+        profile=prof,
+        scheme=schemes.resolve("original", prof),
+        work_iters_per_ms=1.0,
+    )
+    assert built["zygote"] == {"shared_mb": prof.scale_mb(22)}
+    assert spec.footprint_mb(built) == built["apps"][0]["anon_mb"] + 1 + prof.scale_mb(22)
+    none = _scenario(tmp_path, BASE + app)
+    assert none.zygote_shared_mb == 0

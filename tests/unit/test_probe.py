@@ -342,3 +342,56 @@ def test_touch_app_writes_its_area_and_reads_the_even_then_odd_pages_on_signal(t
     finally:
         app.kill()
         app.wait()
+
+
+SWAP_RUNS = probe.PROBES_DIR / "lib" / "swap_runs.py"
+
+
+def _swap_runs(tmp_path, before, after):
+    (tmp_path / "before").write_text(json.dumps(before))
+    (tmp_path / "after").write_text(json.dumps(after))
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(SWAP_RUNS),
+            "runs",
+            "map",
+            *(str(tmp_path / f) for f in ("before", "after")),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [int(x) for x in res.stdout.split()]
+
+
+def test_swap_runs_counts_runs_of_one_app_in_slot_order(tmp_path):
+    # Two apps of 4 pages; app 1's page 3 was out already and stays out.
+    before = {"0": [0, 0, 0, 0], "1": [0, 0, 0, 900]}
+    # Interleaved, as a batch written in LRU order: 0 1 0 1 0 1
+    interleaved = {"0": [10, 12, 14, 0], "1": [11, 13, 15, 900]}
+    assert _swap_runs(tmp_path, before, interleaved) == [6, 6, 2]
+    # Grouped by app: 0 0 0, then 1 1 1
+    grouped = {"0": [10, 11, 12, 0], "1": [13, 14, 15, 900]}
+    assert _swap_runs(tmp_path, before, grouped) == [6, 2, 2]
+    assert _swap_runs(tmp_path, before, before) == [0, 0, 0]
+
+
+def test_swap_runs_reads_swap_slots_from_the_pagemap(tmp_path, monkeypatch):
+    sys.path.insert(0, str(SWAP_RUNS.parent))
+    try:
+        import swap_runs
+    finally:
+        sys.path.pop(0)
+    swapped, present = 1 << 62, 1 << 63
+    # Pages 0-5 of a pagemap: the area is pages 2-4 (address 0x2000)
+    entries = [0, 0, swapped | (7 << 5) | 1, present | 55, swapped | (8 << 5) | 1, 0]
+    (tmp_path / "pagemap").write_bytes(array("Q", entries).tobytes())
+    real_open = open
+    monkeypatch.setattr(
+        "builtins.open",
+        lambda p, *a, **k: real_open(
+            tmp_path / "pagemap" if p == "/proc/42/pagemap" else p, *a, **k
+        ),
+    )
+    assert swap_runs.slots(42, 0x2000, 3) == [(7 << 5) | 1, 0, (8 << 5) | 1]

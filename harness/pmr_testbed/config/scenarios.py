@@ -48,8 +48,10 @@ SCENARIO_KEYS = {
     "foreground",
     "background",
     "background_use",
+    "zygote",
 }
 BACKGROUND_USE_KEYS = {"every", "dwell_ms", "apps"}
+ZYGOTE_KEYS = {"shared_mb"}
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,9 @@ class Scenario:
     launch_gap_ms: int
     settle_ms: int
     deadline_s: int
+    # Phone-scale MB the zygote writes before forking the apps, which
+    # share it copy-on-write (runtime/src/workload/zygote.rs)
+    zygote_shared_mb: float
     apps: list[App] = field(default_factory=list)
     background_use: BackgroundUse | None = None
 
@@ -202,9 +207,22 @@ def parse(data: dict, path: Path) -> Scenario:
         launch_gap_ms=int(positive(data, "launch_gap_ms", where, allow_zero=True)),
         settle_ms=int(positive(data, "settle_ms", where, allow_zero=True)),
         deadline_s=int(positive(data, "deadline_s", where)),
+        zygote_shared_mb=_zygote(data, where),
         apps=apps,
         background_use=_background_use(data, apps, where),
     )
+
+
+def _zygote(data: dict, where: str) -> float:
+    raw = require(data, "zygote", dict, where)
+    where = f"{where} [zygote]"
+    unknown = set(raw) - ZYGOTE_KEYS
+    if unknown:
+        raise UserError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(ZYGOTE_KEYS))}"
+        )
+    return positive(raw, "shared_mb", where, allow_zero=True)
 
 
 def _dwell(table: dict, where: str) -> tuple[int, int]:

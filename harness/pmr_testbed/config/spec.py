@@ -77,8 +77,10 @@ def memory_settings(profile: Profile) -> dict:
 
 
 def footprint_mb(spec: dict) -> int:
-    """Guest MB the scenario's apps would use if nothing were reclaimed."""
-    return sum(a["anon_mb"] + a["file_mb"] for a in spec["apps"])
+    """Guest MB the scenario's apps and their zygote would use if nothing
+    were reclaimed."""
+    apps = sum(a["anon_mb"] + a["file_mb"] for a in spec["apps"])
+    return apps + spec["zygote"]["shared_mb"]
 
 
 def build(
@@ -127,6 +129,11 @@ def build(
             # System processes start first, then the background apps.
             "background": [a.name for a in scenario.system + scenario.background],
             "background_use": background_use(scenario.background_use),
+        },
+        "zygote": {
+            "shared_mb": profile.scale_mb(scenario.zygote_shared_mb)
+            if scenario.zygote_shared_mb
+            else 0
         },
         "apps": [app_spec(a, profile) for a in scenario.apps],
     }

@@ -23,11 +23,12 @@ use crate::events::{Event, EventLog, LaunchKind, Phase};
 use crate::lmkd::proc_registry::ProcRegistry;
 use crate::spec::{ms, Spec};
 use crate::sys::{self, Exit};
-use crate::workload::app_process::{AppCommand, AppProcess, Reply};
+use crate::workload::app_process::{AppProcess, Reply};
 use crate::workload::child_reaper::Death;
 use crate::workload::oom_adj::{oom_adjs, Recency};
 use crate::workload::protocol::{Command, Costs};
 use crate::workload::switch_plan;
+use crate::workload::zygote::Zygote;
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -42,7 +43,8 @@ const SLICE: Duration = Duration::from_millis(20);
 /// What the activity manager works with.
 pub struct Resources<'a> {
     pub spec: &'a Spec,
-    pub app_command: AppCommand,
+    /// Forks the app processes.
+    pub zygote: Zygote,
     /// The directory holding one cgroup per app (`pmr/apps`).
     pub apps_cgroup: PathBuf,
     pub registry: Arc<ProcRegistry>,
@@ -158,8 +160,9 @@ impl<'a> ActivityManager<'a> {
         Ok((kind, response_ms, cost))
     }
 
-    /// Kill every app process (end of the run).
+    /// Kill every app process and the zygote (end of the run).
     pub fn shutdown(&mut self) {
+        self.ctx.zygote.stop();
         for procs in &mut self.apps {
             for p in procs.drain(..) {
                 // Already gone is fine.
@@ -212,7 +215,7 @@ impl<'a> ActivityManager<'a> {
             self.launch_cost.clear();
             let cgroup = self.ctx.apps_cgroup.join(&a.name);
             for index in 0..a.processes {
-                let p = self.ctx.app_command.spawn(&a.name, index, &cgroup)?;
+                let p = self.ctx.zygote.fork_app(&a.name, index, &cgroup)?;
                 self.owner.insert(p.pid, app);
                 self.apps[app].push(p);
             }

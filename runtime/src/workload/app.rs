@@ -1,16 +1,17 @@
-//! One app process (`pmr-guest app`), driven by the activity manager over
-//! the line protocol in `protocol.rs`.
+//! One app process, forked by the zygote (zygote.rs) and driven by the
+//! activity manager over the line protocol in `protocol.rs`.
 //!
 //! Model (docs/guest-interface.md, "app model"); an app of `processes`
 //! processes splits its footprint evenly, so each process has:
-//! - a heap: `anon_mb / processes` of private anonymous memory. Page `i`
+//! - a heap: `anon_mb / processes` of private anonymous memory, written in
+//!   the mapping inherited from the zygote, past its preload. Page `i`
 //!   holds `pattern::word(salt, i, generation)` in its first word; every
 //!   read of a heap page checks that word (data-integrity canary) and a
 //!   mismatch aborts the app with "data corruption", which fails the run.
 //! - files: its share of the app's files on the data disk, mapped
 //!   read-only; reading page `i` reads (and checks) its first word.
-//! - cold launch: map and read all its files, run the fixed CPU loop for
-//!   `init_work_ms`, fill the first `launch_fraction` of the heap from
+//! - cold launch: map and read all its files, read and check the zygote's
+//!   preload and run the fixed CPU loop for `init_work_ms`, fill the first `launch_fraction` of the heap from
 //!   `launch_threads` threads at once, each a contiguous share (ART's heap,
 //!   class loading and render threads all allocate while an app starts;
 //!   the launch's CPU and fault costs count the command thread only).
@@ -32,13 +33,14 @@
 //! Apps never mlock: their memory is what reclaim works on. A cold or hot
 //! launch answers `ready` with what it cost (launch_cost.rs).
 
-use crate::pattern::{self, PAGE_SIZE, WORDS_PER_PAGE};
+use crate::pattern::{self, WORDS_PER_PAGE};
 use crate::spec::{ms, AppSpec, Spec};
 use crate::workload::app_files::{self, pages_of_mb, AppFile};
 use crate::workload::bench::cpu_work;
 use crate::workload::launch_cost::CostMeter;
 use crate::workload::memory::{AnonRegion, FileMapping};
 use crate::workload::protocol::{self, Command, Costs};
+use crate::workload::zygote::Preload;
 use anyhow::{bail, ensure, Context, Result};
 use std::io::{BufRead, Write};
 use std::panic::AssertUnwindSafe;
@@ -140,14 +142,14 @@ struct Heap {
 }
 
 impl Heap {
-    /// `pages` of address space, none written yet.
-    fn new(pages: usize, salt: u64, label: &str) -> Result<Heap> {
-        Ok(Heap {
-            region: AnonRegion::new(pages * PAGE_SIZE)?,
+    /// A heap in `region`, none of it written yet.
+    fn new(region: AnonRegion, salt: u64, label: &str) -> Heap {
+        Heap {
+            region,
             salt,
             filled: AtomicUsize::new(0),
             label: label.to_string(),
-        })
+        }
     }
 
     fn words(&self) -> &[AtomicU64] {
@@ -267,14 +269,27 @@ struct Process {
 
 impl Process {
     /// The process, and what its launch cost (launch_cost.rs).
-    fn cold_launch(model: ProcessModel, data_dir: &Path) -> Result<(Process, Costs)> {
+    fn cold_launch(
+        model: ProcessModel,
+        data_dir: &Path,
+        region: AnonRegion,
+        preload: &Preload<'_>,
+    ) -> Result<(Process, Costs)> {
+        ensure!(
+            region.words().len() >= model.peak_pages * WORDS_PER_PAGE,
+            "{}: the zygote left room for {} heap pages, not {}",
+            model.label,
+            region.words().len() / WORDS_PER_PAGE,
+            model.peak_pages
+        );
         let mut meter = CostMeter::start();
         let files = Files::map(&model, &app_files::app_dir(data_dir, &model.app))?;
         files.read(files.pages())?;
         meter.step("files");
+        preload.check()?;
         cpu_work(model.init_iters);
         meter.step("init");
-        let heap = Heap::new(model.peak_pages, model.salt, &model.label)?;
+        let heap = Heap::new(region, model.salt, &model.label);
         heap.fill_to_parallel(model.launch_pages, model.launch_threads);
         meter.step("heap");
         let process = Process {
@@ -394,9 +409,16 @@ impl Process {
     }
 }
 
-/// `pmr-guest app`: serve the line protocol until stdin closes.
-pub fn main(spec_path: &Path, data_dir: &Path, name: &str, index: u32) -> Result<()> {
-    let spec = Spec::load(spec_path)?;
+/// Serve the line protocol until stdin closes, with the heap in `region`
+/// (zygote.rs).
+pub fn serve(
+    spec: &Spec,
+    data_dir: &Path,
+    name: &str,
+    index: u32,
+    region: AnonRegion,
+    preload: &Preload<'_>,
+) -> Result<()> {
     let app = spec
         .app(name)
         .with_context(|| format!("no app {name:?} in the spec"))?;
@@ -406,7 +428,7 @@ pub fn main(spec_path: &Path, data_dir: &Path, name: &str, index: u32) -> Result
         app.processes,
         index + 1
     );
-    let model = ProcessModel::new(&spec, app, index);
+    let model = ProcessModel::new(spec, app, index);
 
     let mut lines = std::io::stdin().lock().lines();
     let mut out = std::io::stdout().lock();
@@ -422,7 +444,7 @@ pub fn main(spec_path: &Path, data_dir: &Path, name: &str, index: u32) -> Result
         Command::parse(&first?)? == Command::Cold,
         "the first command must be `cold`"
     );
-    let (process, costs) = Process::cold_launch(model, data_dir)?;
+    let (process, costs) = Process::cold_launch(model, data_dir, region, preload)?;
     let process = Arc::new(process);
     reply(costs)?;
 
@@ -462,6 +484,7 @@ pub fn main(spec_path: &Path, data_dir: &Path, name: &str, index: u32) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pattern::PAGE_SIZE;
 
     fn fixture() -> Spec {
         Spec::parse(include_str!("../../tests/fixtures/spec.json")).unwrap()
@@ -519,7 +542,7 @@ mod tests {
 
     #[test]
     fn parallel_fill_writes_every_page_once() {
-        let heap = Heap::new(103, 11, "t[0]").unwrap();
+        let heap = Heap::new(AnonRegion::new(103 * PAGE_SIZE).unwrap(), 11, "t[0]");
         heap.fill_to(5);
         heap.fill_to_parallel(103, 4);
         assert_eq!(heap.filled(), 103);
@@ -545,7 +568,7 @@ mod tests {
 
     #[test]
     fn heap_canary_detects_corruption() {
-        let heap = Heap::new(8, 7, "t[0]").unwrap();
+        let heap = Heap::new(AnonRegion::new(8 * PAGE_SIZE).unwrap(), 7, "t[0]");
         heap.fill_to(8);
         heap.touch(0..8).unwrap();
         heap.rewrite([2, 3], 5).unwrap();

@@ -1,29 +1,20 @@
-//! The activity manager's side of one app process: spawning `pmr-guest app`
-//! straight into its cgroup, sending protocol commands, and waiting for
-//! replies in slices so the caller can do other work (log deaths, check
-//! the deadline) while an app launches.
+//! The activity manager's side of one app process (forked by the zygote,
+//! zygote.rs): sending protocol commands, and waiting for replies in
+//! slices so the caller can do other work (log deaths, check the deadline)
+//! while an app launches.
 
 use crate::sys;
-use crate::sys::cgroup;
 use crate::workload::protocol::{self, Command, Costs};
 use anyhow::{Context, Result};
+use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::AsFd;
-use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, ChildStdout, Stdio};
+use std::os::fd::{AsFd, OwnedFd};
 use std::time::Duration;
-
-/// How to start app processes: this binary, the spec and the data directory.
-pub struct AppCommand {
-    pub exe: PathBuf,
-    pub spec: PathBuf,
-    pub data_dir: PathBuf,
-}
 
 pub struct AppProcess {
     pub pid: i32,
-    stdin: ChildStdin,
-    stdout: ChildStdout,
+    stdin: File,
+    stdout: File,
     pending: Vec<u8>,
 }
 
@@ -37,32 +28,18 @@ pub enum Reply {
     Pending,
 }
 
-impl AppCommand {
-    /// Spawn process `index` of `app`; it joins `cgroup` before it
-    /// executes anything of the app.
-    pub fn spawn(&self, app: &str, index: u32, cgroup: &Path) -> Result<AppProcess> {
-        let mut command = std::process::Command::new(&self.exe);
-        command
-            .arg("app")
-            .arg("--spec")
-            .arg(&self.spec)
-            .arg("--data-dir")
-            .arg(&self.data_dir)
-            .args(["--name", app, "--index", &index.to_string()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped());
-        let mut child = cgroup::spawn_into(&mut command, cgroup)
-            .with_context(|| format!("cannot spawn {app}[{index}] into {}", cgroup.display()))?;
-        Ok(AppProcess {
-            pid: child.id() as i32,
-            stdin: child.stdin.take().expect("stdin is piped"),
-            stdout: child.stdout.take().expect("stdout is piped"),
-            pending: Vec::new(),
-        })
-    }
-}
-
 impl AppProcess {
+    /// The process `pid`, with the write end of its stdin and the read end
+    /// of its stdout.
+    pub fn new(pid: i32, stdin: OwnedFd, stdout: OwnedFd) -> AppProcess {
+        AppProcess {
+            pid,
+            stdin: stdin.into(),
+            stdout: stdout.into(),
+            pending: Vec::new(),
+        }
+    }
+
     /// Send a command; false if the process is gone.
     pub fn send(&mut self, command: Command) -> bool {
         writeln!(self.stdin, "{}", command.as_str())

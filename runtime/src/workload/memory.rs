@@ -35,6 +35,27 @@ impl AnonRegion {
         Ok(AnonRegion { ptr, len })
     }
 
+    /// The region from `offset` on, as a region of its own.
+    ///
+    /// # Safety
+    /// `self` must never be dropped nor used past `offset` afterwards: the
+    /// new region owns that part. The zygote's forked app processes hold to
+    /// this, as they never return to the zygote's loop (zygote.rs).
+    pub unsafe fn tail(&self, offset: usize) -> AnonRegion {
+        assert!(offset.is_multiple_of(crate::pattern::PAGE_SIZE) && offset <= self.len);
+        let len = self.len - offset;
+        if len == 0 {
+            return AnonRegion {
+                ptr: NonNull::dangling(),
+                len,
+            };
+        }
+        // SAFETY: in bounds of the mapping (checked above).
+        let ptr =
+            unsafe { NonNull::new_unchecked(self.ptr.as_ptr().cast::<u8>().add(offset).cast()) };
+        AnonRegion { ptr, len }
+    }
+
     pub fn words(&self) -> &[AtomicU64] {
         if self.len == 0 {
             return &[];

@@ -7,6 +7,7 @@
 
 use pmr_guest::setup::write_app_files;
 use pmr_guest::spec::Spec;
+use pmr_guest::workload::zygote::Zygote;
 use std::path::{Path, PathBuf};
 
 pub struct Scratch {
@@ -45,6 +46,25 @@ impl Scratch {
             spec,
             data_dir,
         }
+    }
+}
+
+impl Scratch {
+    /// A zygote for this spec, in a stand-in cgroup of its own; the test
+    /// process becomes a child subreaper, so that the app processes it
+    /// forks are the test's children.
+    pub fn zygote(&self) -> Zygote {
+        pmr_guest::sys::set_child_subreaper().unwrap();
+        let cgroup = self.dir.join("zygote");
+        std::fs::create_dir_all(&cgroup).unwrap();
+        std::fs::write(cgroup.join("cgroup.procs"), "").unwrap();
+        Zygote::start(
+            Path::new(env!("CARGO_BIN_EXE_pmr-guest")),
+            &self.spec_path,
+            &self.data_dir,
+            &cgroup,
+        )
+        .unwrap()
     }
 }
 
