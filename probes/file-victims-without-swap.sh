@@ -25,7 +25,7 @@ mode=${2:-2}
 
 setup_probe "$mode"
 echo 0 >/proc/sys/vm/swappiness
-echo 32768 >/sys/kernel/mm/pmr/victim_target_kbytes
+pmr_knob victim_target_kbytes 32768
 mkdir "$cg/files"
 need_victims "$cg/files/memory.stat"
 make_file

@@ -72,7 +72,7 @@ log "parent: dying memcgs $dying, dying cache $before, live cache $(memstat pare
 
 global0=$(global_scans)
 added0=$(vmstat pmr_victim_added)
-echo 65536 >/sys/kernel/mm/pmr/victim_target_kbytes
+pmr_knob victim_target_kbytes 65536
 set_pmr_enabled "$mode"
 # has_victims BYTES: whether `parent` holds BYTES of victims
 has_victims() { [ "$(memvictims parent)" -ge "$1" ]; }

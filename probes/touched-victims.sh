@@ -46,7 +46,7 @@ save_states() { python3 "$lib/page_states.py" save "/proc/$app/pagemap" "$addr" 
 
 setup_probe "$mode"
 need_keys /proc/vmstat pmr_victim_swapin pmr_victim_freed
-echo 65536 >/sys/kernel/mm/pmr/victim_target_kbytes
+pmr_knob victim_target_kbytes 65536
 mkdir "$cg/app"
 need_victims "$cg/app/memory.stat"
 sh -c "echo \$\$ >$cg/app/cgroup.procs; exec python3 $lib/touch_app.py 128 $out/app" &

@@ -52,7 +52,7 @@ need_keys "$v1/app/memory.oom_control" oom_kill
 need_keys /proc/vmstat pmr_victim_reclaimed pgscan_kswapd
 log "app: cache $(v1stat cache), limits $(cat "$v1/app/memory.limit_in_bytes") / $(cat "$v1/app/memory.memsw.limit_in_bytes")"
 
-echo 65536 >/sys/kernel/mm/pmr/victim_target_kbytes
+pmr_knob victim_target_kbytes 65536
 set_pmr_enabled "$mode"
 wait_for 30 has_victims ||
 	verdict 2 "kshrinkd made $(victims_in "$v1/app/memory.stat") bytes of victims in app in 30 s, not 16 MB"

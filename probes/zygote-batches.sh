@@ -32,8 +32,8 @@ lib=$(dirname "$0")/lib
 
 setup_probe "$mode"
 [ "$mode" = 2 ] || verdict 2 "pmr/enabled=$mode: only mode 2 writes back in bulk batches"
-echo 4096 >/sys/kernel/mm/pmr/unmap_unit_kbytes
-echo 65536 >/sys/kernel/mm/pmr/victim_target_kbytes
+pmr_knob unmap_unit_kbytes 4096
+pmr_knob victim_target_kbytes 65536
 mkdir "$cg/apps"
 need_victims "$cg/apps/memory.stat"
 sh -c "echo \$\$ >$cg/apps/cgroup.procs; exec python3 $lib/zygote_apps.py 4 16 8 8 $out" &

@@ -37,10 +37,23 @@ setup_disks() {
 	mount "$data" /run/data
 }
 
-# set_pmr_enabled MODE: MODE into /sys/kernel/mm/pmr/enabled, or an
-# inconclusive verdict if refused.
+# pmr_knob NAME VALUE: VALUE into /sys/kernel/mm/pmr/NAME or, on a kernel
+# of the first version of the series (--kernel), into its sysctl
+# vm.pmr_NAME (vm.pmr_mode for `enabled`).
+pmr_knob() {
+	if [ -d /sys/kernel/mm/pmr ]; then
+		echo "$2" >"/sys/kernel/mm/pmr/$1"
+	elif [ "$1" = enabled ]; then
+		echo "$2" >/proc/sys/vm/pmr_mode
+	else
+		echo "$2" >"/proc/sys/vm/pmr_$1"
+	fi
+}
+
+# set_pmr_enabled MODE: MODE into pmr/enabled, or an inconclusive verdict
+# if refused.
 set_pmr_enabled() {
-	echo "$1" >/sys/kernel/mm/pmr/enabled 2>/dev/null ||
+	pmr_knob enabled "$1" 2>/dev/null ||
 		verdict 2 "pmr/enabled refused $1 (a mode is 0, 1 or 2)"
 }
 
