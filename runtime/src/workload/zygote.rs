@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{IoSlice, IoSliceMut, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -278,6 +279,7 @@ pub fn main(spec_path: &Path, data_dir: &Path) -> Result<()> {
             ForkResult::Child => {
                 // SAFETY: still single-threaded.
                 match unsafe { fork() } {
+                    // SAFETY: _exit() ends the middle process at once.
                     Ok(ForkResult::Parent { .. }) => unsafe { libc::_exit(0) },
                     Ok(ForkResult::Child) => become_app(
                         &spec,
@@ -290,6 +292,7 @@ pub fn main(spec_path: &Path, data_dir: &Path) -> Result<()> {
                     ),
                     Err(e) => {
                         reply(&mut sock, &ForkReply::Error(format!("fork failed: {e}")));
+                        // SAFETY: as above.
                         unsafe { libc::_exit(1) }
                     }
                 }
@@ -344,19 +347,24 @@ fn become_app(
     // SAFETY: this process owns its copy of the room from now on and never
     // returns to the zygote's loop, whose region is therefore never dropped.
     let region = unsafe { heap.region.tail(heap.offset) };
-    let code = match app::serve(
-        spec,
-        data_dir,
-        &request.app,
-        request.index,
-        region,
-        &preload,
-    ) {
-        Ok(()) => 0,
-        Err(e) => {
+    // A panic must end this process, not unwind into the zygote's loop.
+    let served = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        app::serve(
+            spec,
+            data_dir,
+            &request.app,
+            request.index,
+            region,
+            &preload,
+        )
+    }));
+    let code = match served {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
             eprintln!("pmr-guest app {label}: error: {e:#}");
             1
         }
+        Err(_) => 1, // the panic message is on stderr already
     };
     std::process::exit(code)
 }
