@@ -67,8 +67,8 @@ reliability: setup
 # pmr-debug runs, on the debug kernel (LOCKDEP, DEBUG_VM, DEBUG_LIST,
 # KASAN), `smoke` under pps and pmr, the toggling run with 2 x RAM
 # swapped (KASAN under TCG is slow) and DEBUG_PROBES, every probe.
-DEBUG_PROBES = removed-memcg-reclaim file-victims-without-swap v1-memsw-file-victims \
-	touched-victims swap-cached-victims zygote-batches lru-gen-off-window used-victims-fallback
+DEBUG_PROBES = zygote-batches lru-gen-off-window used-victims-fallback removed-memcg-reclaim \
+	file-victims-without-swap v1-memsw-file-victims touched-victims swap-cached-victims
 PMR_TOGGLE = --toggle /sys/kernel/mm/pmr/enabled=0,1,2,3 --toggle-refused 3 --toggles 100
 STAMP := $(shell date +%Y%m%d-%H%M%S)
 
