@@ -26,9 +26,9 @@ USAGE = ("usage: page_states.py save PAGEMAP ADDRESS PAGES FILE\n"
          "       page_states.py swap-cached BEFORE AFTER INCORE")
 
 
-def states(pagemap: str, address: int, pages: int) -> str:
-    """One character per page of the area at @address (see the header)."""
-    entries = array("Q")
+def entries(pagemap: str, address: int, pages: int) -> array:
+    """The pagemap entries of the @pages pages of the area at @address."""
+    found = array("Q")
     with open(pagemap, "rb", buffering=0) as f:
         f.seek(address // PAGE * 8)
         data = b""
@@ -37,8 +37,14 @@ def states(pagemap: str, address: int, pages: int) -> str:
             if not chunk:
                 raise SystemExit(f"{pagemap} ended after {len(data) // 8} of {pages} pages")
             data += chunk
-    entries.frombytes(data)
-    return "".join("p" if e & PRESENT else "s" if e & SWAPPED else "-" for e in entries)
+    found.frombytes(data)
+    return found
+
+
+def states(pagemap: str, address: int, pages: int) -> str:
+    """One character per page of the area at @address (see the header)."""
+    return "".join("p" if e & PRESENT else "s" if e & SWAPPED else "-"
+                   for e in entries(pagemap, address, pages))
 
 
 def paged_out(before: str, after: str, incore: str | None = None) -> dict[str, int]:

@@ -13,15 +13,17 @@ many runs of one app's pages they fall, and how many apps have some. A
 batch written back app by app gives each app one run per batch; one
 written back in LRU order, where the apps' pages interleave, gives a run
 per stretch of interleaving.
-Runs in the guest with the host's python3 and its standard library only.
+Runs in the guest with the host's python3 and its standard library only,
+beside page_states.py, whose pagemap reader it uses.
 """
 
 import json
 import sys
-from array import array
 
-PAGE = 4096
-SWAPPED = 1 << 62
+import page_states
+
+PAGE = page_states.PAGE
+SWAPPED = page_states.SWAPPED
 SLOT = (1 << 55) - 1  # type and offset
 
 
@@ -33,17 +35,8 @@ def read_map(path: str) -> tuple[int, int, int, list[tuple[int, int]]]:
 
 
 def slots(pid: int, address: int, pages: int) -> list[int]:
-    entries = array("Q")
-    with open(f"/proc/{pid}/pagemap", "rb", buffering=0) as f:
-        f.seek(address // PAGE * 8)
-        data = b""
-        while len(data) < pages * 8:
-            chunk = f.read(pages * 8 - len(data))
-            if not chunk:
-                raise SystemExit(f"pagemap of {pid} ended early")
-            data += chunk
-    entries.frombytes(data)
-    return [e & SLOT if e & SWAPPED else 0 for e in entries]
+    return [e & SLOT if e & SWAPPED else 0
+            for e in page_states.entries(f"/proc/{pid}/pagemap", address, pages)]
 
 
 def save(map_path: str, out: str) -> None:
