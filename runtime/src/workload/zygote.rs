@@ -93,7 +93,6 @@ impl Layout {
 /// The pages the zygote wrote before forking, as every app sees them.
 pub struct Preload<'a> {
     words: &'a [AtomicU64],
-    salt: u64,
 }
 
 impl Preload<'_> {
@@ -106,9 +105,9 @@ impl Preload<'_> {
         for page in 0..self.words.len() / WORDS_PER_PAGE {
             let found = self.words[page * WORDS_PER_PAGE].load(Ordering::Relaxed);
             ensure!(
-                pattern::verify(self.salt, page, found),
+                pattern::verify(Self::salt(), page, found),
                 "data corruption: zygote page {page} holds {found:#018x}, expected {:#018x}",
-                pattern::word(self.salt, page, 0)
+                pattern::word(Self::salt(), page, 0)
             );
         }
         Ok(())
@@ -262,10 +261,7 @@ pub fn main(spec_path: &Path, data_dir: &Path) -> Result<()> {
         let [app_stdin, app_stdout]: [OwnedFd; 2] = fds
             .try_into()
             .map_err(|_| anyhow::anyhow!("a request must carry two fds"))?;
-        let preload = Preload {
-            words: shared,
-            salt: Preload::salt(),
-        };
+        let preload = Preload { words: shared };
         let heap = HeapRoom {
             region: &region,
             offset: layout.shared_pages * PAGE_SIZE,
