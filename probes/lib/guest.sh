@@ -159,19 +159,27 @@ stop_load() {
 	wait "$load" 2>/dev/null || true
 }
 
+# How many times slower the kernel runs than the testbed kernel (the
+# harness's kernel.SLOWDOWN, in the results directory): 1 unless told.
+slowdown() { cat "$out/slowdown" 2>/dev/null || echo 1; }
+
 # load_until_victims CGROUP WANT KEEP: anon victims in CGROUP, for a probe
 # to judge. They come and go while a load runs (reclaim takes them as
 # kshrinkd makes them), so cgroup `load` allocates 0.8 x RAM of anon (for
 # at most 30 s) until CGROUP holds WANT bytes of anon victims; then the
 # load ends and its memory is freed, so that no reclaim runs but the
 # probe's own. If under KEEP bytes of them are left a second later, the
-# load runs again, for 90 s in all. Sets $victims to the bytes left.
+# load runs again, for 90 s in all. Both times are stretched by the
+# slowdown: on the debug kernel a load needs longer to fill RAM. Sets
+# $victims to the bytes left.
 load_until_victims() {
 	lu_start=$(date +%s)
 	lu_polls=0
+	lu_slow=$(slowdown)
 	victims=0
-	while [ "$victims" -lt "$3" ] && [ $(($(date +%s) - lu_start)) -lt 90 ]; do
-		start_load 30 "$(($(ram_mb) * 8 / 10))m"
+	while [ "$victims" -lt "$3" ] &&
+	    [ $(($(date +%s) - lu_start)) -lt $((90 * lu_slow)) ]; do
+		start_load $((30 * lu_slow)) "$(($(ram_mb) * 8 / 10))m"
 		lu_made=0
 		while [ "$lu_made" -lt "$2" ] && kill -0 "$load" 2>/dev/null; do
 			sleep 0.2

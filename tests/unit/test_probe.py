@@ -122,6 +122,8 @@ def test_run_boots_the_probe_and_records_its_verdict(tmp_path, monkeypatch):
     assert not any(d.path.exists() for d in seen["disks"])  # images removed afterwards
     record = json.loads((out / "probe.json").read_text())
     assert record["status"] == "failed" and record["args"] == ["2"]
+    # the guest's loads stretch by the kernel's slowdown
+    assert (out / "slowdown").read_text() == f"{kernel.SLOWDOWN['testbed']}\n"
 
 
 def test_a_broken_probe_leaves_no_verdict_behind(tmp_path, monkeypatch):

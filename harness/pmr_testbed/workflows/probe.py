@@ -115,6 +115,8 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("guest.log", "probe.json"):
         (out / stale).unlink(missing_ok=True)
+    # how much slower the kernel runs: the probes stretch their loads by it
+    (out / "slowdown").write_text(f"{kernel.SLOWDOWN[flavour]}\n")
     if image is None:
         progress(f"kernel ({flavour})")
         built = kernel.build(flavour)
