@@ -146,8 +146,8 @@ make_file() {
 # background: $load is stress-ng's pid; stop_load ends it and its workers.
 start_load() {
 	mkdir -p "$cg/load"
-	sh -c "echo \$\$ >$cg/load/cgroup.procs; cd /tmp; exec stress-ng --vm 1 \
-	       --vm-bytes ${2:-85%} --vm-keep --timeout ${1}s --quiet" &
+	sh -c "echo \$\$ >$cg/load/cgroup.procs; cd /tmp; exec nice -n ${load_nice:-0} \
+	       stress-ng --vm 1 --vm-bytes ${2:-85%} --vm-keep --timeout ${1}s --quiet" &
 	load=$!
 }
 
@@ -170,12 +170,15 @@ slowdown() { cat "$out/slowdown" 2>/dev/null || echo 1; }
 # load ends and its memory is freed, so that no reclaim runs but the
 # probe's own. If under KEEP bytes of them are left a second later, the
 # load runs again, for 90 s in all. Both times are stretched by the
-# slowdown: on the debug kernel a load needs longer to fill RAM. Sets
-# $victims to the bytes left.
+# slowdown: on the debug kernel a load needs longer to fill RAM, and it
+# runs at nice 19 there, so that the polls still see the victims before
+# reclaim takes them. Sets $victims to the bytes left.
 load_until_victims() {
 	lu_start=$(date +%s)
 	lu_polls=0
 	lu_slow=$(slowdown)
+	load_nice=0
+	[ "$lu_slow" -eq 1 ] || load_nice=19
 	victims=0
 	while [ "$victims" -lt "$3" ] &&
 	    [ $(($(date +%s) - lu_start)) -lt $((90 * lu_slow)) ]; do
