@@ -102,12 +102,13 @@ impl Preload<'_> {
 
     /// Read every page and check its word.
     pub fn check(&self) -> Result<()> {
+        let salt = Self::salt();
         for page in 0..self.words.len() / WORDS_PER_PAGE {
             let found = self.words[page * WORDS_PER_PAGE].load(Ordering::Relaxed);
             ensure!(
-                pattern::verify(Self::salt(), page, found),
+                pattern::verify(salt, page, found),
                 "data corruption: zygote page {page} holds {found:#018x}, expected {:#018x}",
-                pattern::word(Self::salt(), page, 0)
+                pattern::word(salt, page, 0)
             );
         }
         Ok(())
