@@ -142,11 +142,12 @@ make_file() {
 }
 
 # Anon memory from cgroup `load` for at most $1 seconds, $2 of it (a
-# stress-ng size: 85% of the memory there is, or e.g. 600m), in the
-# background: $load is stress-ng's pid; stop_load ends it and its workers.
+# stress-ng size: 85% of the memory there is, or e.g. 600m), at nice $3
+# (0 if not given), in the background: $load is stress-ng's pid;
+# stop_load ends it and its workers.
 start_load() {
 	mkdir -p "$cg/load"
-	sh -c "echo \$\$ >$cg/load/cgroup.procs; cd /tmp; exec nice -n ${load_nice:-0} \
+	sh -c "echo \$\$ >$cg/load/cgroup.procs; cd /tmp; exec nice -n ${3:-0} \
 	       stress-ng --vm 1 --vm-bytes ${2:-85%} --vm-keep --timeout ${1}s --quiet" &
 	load=$!
 }
@@ -177,12 +178,12 @@ load_until_victims() {
 	lu_start=$(date +%s)
 	lu_polls=0
 	lu_slow=$(slowdown)
-	load_nice=0
-	[ "$lu_slow" -eq 1 ] || load_nice=19
+	lu_nice=0
+	[ "$lu_slow" -eq 1 ] || lu_nice=19
 	victims=0
 	while [ "$victims" -lt "$3" ] &&
 	    [ $(($(date +%s) - lu_start)) -lt $((90 * lu_slow)) ]; do
-		start_load $((30 * lu_slow)) "$(($(ram_mb) * 8 / 10))m"
+		start_load $((30 * lu_slow)) "$(($(ram_mb) * 8 / 10))m" "$lu_nice"
 		lu_made=0
 		while [ "$lu_made" -lt "$2" ] && kill -0 "$load" 2>/dev/null; do
 			sleep 0.2
