@@ -5,7 +5,11 @@
 //! /sys/block/<dev>/stat) and threads_cpu.csv (the reclaim threads' CPU
 //! seconds since the start, threads_cpu.rs). Rows are timed from the
 //! workload start on a fixed schedule (no drift); files are flushed every
-//! second so a crash keeps what was sampled.
+//! second so a crash keeps what was sampled. Each app's memory.stat goes
+//! to app_memcg.csv at a slower cadence, from a thread of its own
+//! (app_memcg.rs).
+
+pub mod app_memcg;
 
 use crate::control::{spawn_thread, Control};
 use crate::sys;

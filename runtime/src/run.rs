@@ -141,8 +141,16 @@ impl<'a> Workload<'a> {
             start,
             control.clone(),
         )?;
+        let apps: Vec<&str> = spec.apps.iter().map(|a| a.name.as_str()).collect();
+        let app_memcg = metrics::app_memcg::spawn(
+            &spec.out_dir,
+            &phone.cgroups.group_dir(),
+            &apps,
+            start,
+            control.clone(),
+        )?;
         let (reaper, deaths) = child_reaper::spawn(registry.clone(), control.clone())?;
-        let threads = vec![lmkd.spawn()?, sampler, reaper];
+        let threads = vec![lmkd.spawn()?, sampler, app_memcg, reaper];
         Ok(Workload {
             spec,
             phone,

@@ -55,6 +55,37 @@ pub struct Scheme {
     /// Scheduling of kernel threads (kthread_sched.rs)
     #[serde(default)]
     pub kthreads: Vec<KthreadSched>,
+    /// Acclaim's background marks written into the apps' cgroups
+    /// (workload/background_marks.rs); none if absent. `run` only.
+    #[serde(default)]
+    pub background: Option<BackgroundMarks>,
+}
+
+/// Which app cgroups get `1` (background) or `0` written into a cgroup
+/// file of the kernel's, as Acclaim's activity manager tells its kernel
+/// which app is in the foreground (ATC'20, foreground-aware eviction).
+/// Apps of class `persistent` are never marked.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackgroundMarks {
+    /// The file in each app's cgroup directory: a plain name starting
+    /// with `memory.` (`memory.acclaim_bg`).
+    pub file: String,
+    /// The apps marked, and when.
+    pub apps: MarkedApps,
+}
+
+/// The apps whose cgroups Acclaim marks as background.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum MarkedApps {
+    /// Every launched app but the one in front; the app coming to the
+    /// front is cleared as its oom_score_adj becomes the foreground's (the
+    /// paper's design).
+    NotForeground,
+    /// The scenario's `background` apps, marked at each cold launch and
+    /// never cleared, even while in front (the public code's fixed list).
+    ScenarioBackground,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -98,6 +129,26 @@ impl Scheme {
         for k in &self.kthreads {
             k.validate()?;
         }
+        if let Some(b) = &self.background {
+            b.validate()?;
+        }
+        Ok(())
+    }
+}
+
+impl BackgroundMarks {
+    const FILE_PREFIX: &'static str = "memory.";
+
+    pub fn validate(&self) -> Result<()> {
+        let f = &self.file;
+        ensure!(
+            f.len() > Self::FILE_PREFIX.len()
+                && f.starts_with(Self::FILE_PREFIX)
+                && is_path_component(f),
+            "scheme.background.file {f:?} must be a file name of [A-Za-z0-9_.-] in a cgroup \
+             directory, starting with {:?} (e.g. \"memory.acclaim_bg\")",
+            Self::FILE_PREFIX
+        );
         Ok(())
     }
 }
@@ -608,6 +659,66 @@ mod tests {
             ("kswapd", SchedPolicy::Fifo, 1)
         );
         assert_eq!(k.cpus, Some(vec![1]));
+    }
+
+    #[test]
+    fn background_marks_are_optional_and_parsed() {
+        assert!(Spec::parse(FIXTURE).unwrap().scheme.background.is_none());
+        for (apps, mode) in [
+            ("not-foreground", MarkedApps::NotForeground),
+            ("scenario-background", MarkedApps::ScenarioBackground),
+        ] {
+            let mut v = fixture_value();
+            v["scheme"]["background"] =
+                serde_json::json!({"file": "memory.acclaim_bg", "apps": apps});
+            let marks = parse_value(&v).unwrap().scheme.background.unwrap();
+            assert_eq!(
+                (marks.file.as_str(), marks.apps),
+                ("memory.acclaim_bg", mode)
+            );
+        }
+        let mut v = fixture_value();
+        v["scheme"]["background"] = serde_json::Value::Null;
+        assert!(parse_value(&v).unwrap().scheme.background.is_none());
+    }
+
+    #[test]
+    fn background_marks_refuse_unknown_modes_and_fields() {
+        let mut v = fixture_value();
+        v["scheme"]["background"] =
+            serde_json::json!({"file": "memory.acclaim_bg", "apps": "not_foreground"});
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("unknown variant `not_foreground`"), "{err}");
+        v["scheme"]["background"] = serde_json::json!({"file": "memory.acclaim_bg"});
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("missing field `apps`"), "{err}");
+        v["scheme"]["background"] = serde_json::json!(
+            {"file": "memory.acclaim_bg", "apps": "not-foreground", "value": "1"}
+        );
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("unknown field `value`"), "{err}");
+    }
+
+    #[test]
+    fn background_marks_refuse_what_is_not_a_memcg_file_name() {
+        for file in [
+            "",
+            "memory.",
+            "acclaim_bg",
+            "cgroup.procs",
+            "memory.acclaim_bg/x",
+            "../memory.acclaim_bg",
+            "/sys/fs/cgroup/memory.acclaim_bg",
+            "memory.acclaim bg",
+        ] {
+            let mut v = fixture_value();
+            v["scheme"]["background"] = serde_json::json!({"file": file, "apps": "not-foreground"});
+            let err = format!("{:#}", parse_value(&v).unwrap_err());
+            assert!(
+                err.contains("scheme.background.file") && err.contains("\"memory.\""),
+                "{file:?}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The phone's workload: the activity manager (activity_manager.rs) driving
 //! the apps (app.rs, one process each, over protocol.rs) through the seeded
 //! switch plan (switch_plan.rs), with Android's oom_score_adj classes
-//! (oom_adj.rs); the apps' memory (memory.rs) and files (app_files.rs), the
+//! (oom_adj.rs) and Acclaim's background marks on their cgroups
+//! (background_marks.rs); the apps' memory (memory.rs) and files (app_files.rs), the
 //! calibrated CPU work (bench.rs), what a launch cost (launch_cost.rs), the
 //! child reaper, and the max-rate allocator (max_rate.rs).
 
@@ -9,6 +10,7 @@ pub mod activity_manager;
 pub mod app;
 pub mod app_files;
 pub mod app_process;
+pub mod background_marks;
 pub mod bench;
 pub mod child_reaper;
 pub mod launch_cost;

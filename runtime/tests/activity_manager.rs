@@ -124,6 +124,7 @@ fn activity_manager_runs_scenarios() {
     scenario_runs_to_completion();
     deaths_are_logged_and_dead_apps_relaunch_cold();
     background_apps_in_use_come_to_the_front();
+    background_marks_follow_the_front_app();
     deadline_fails_the_run();
 }
 
@@ -262,6 +263,47 @@ fn background_apps_in_use_come_to_the_front() {
     // the last use sent the last switched app back: whatsapp is in front
     let adjs = adjs_by_app(&out.registry);
     assert!(adjs.contains(&("whatsapp".to_string(), 0)), "{adjs:?}");
+}
+
+fn background_marks_follow_the_front_app() {
+    const FILE: &str = "memory.acclaim_bg";
+    let s = Scratch::new("am-marks", |v| {
+        fast_scenario(v);
+        v["scheme"]["background"] = serde_json::json!({"file": FILE, "apps": "not-foreground"});
+    });
+    for app in &s.spec.apps {
+        let cgroup = s.dir.join("apps").join(&app.name);
+        std::fs::create_dir_all(&cgroup).unwrap();
+        std::fs::write(cgroup.join(FILE), "").unwrap();
+    }
+    let out = run(&s, Duration::from_secs(60), |registry, control| {
+        // chrome the first time it is in front: its relaunch marks it again
+        kill_once(registry, control, "chrome", |adj| adj == 0);
+    });
+    out.result.unwrap();
+    let marks: Vec<(String, String)> = s
+        .spec
+        .apps
+        .iter()
+        .map(|a| {
+            let path = s.dir.join("apps").join(&a.name).join(FILE);
+            (a.name.clone(), std::fs::read_to_string(path).unwrap())
+        })
+        .collect();
+    let front: Vec<&str> = out
+        .registry
+        .iter()
+        .filter(|(_, e)| e.adj == 0)
+        .map(|(_, e)| e.app.as_str())
+        .collect();
+    for (app, mark) in &marks {
+        let expected = if front.contains(&app.as_str()) {
+            "0"
+        } else {
+            "1"
+        };
+        assert_eq!(mark, expected, "{app}: {marks:?}, in front {front:?}");
+    }
 }
 
 fn deadline_fails_the_run() {

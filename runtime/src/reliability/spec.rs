@@ -78,6 +78,11 @@ impl ReliabilitySpec {
     fn validate(&self) -> Result<()> {
         ensure!(self.deadline_s > 0.0, "deadline_s must be > 0");
         ensure!(self.swap_factor > 0.0, "swap_factor must be > 0");
+        ensure!(
+            self.scheme.background.is_none(),
+            "scheme.background is for `pmr-guest run` only: the reliability check has no apps \
+             to mark as background"
+        );
         self.scheme.validate()?;
         self.memory.validate()?;
         self.swap.validate()?;
@@ -150,6 +155,24 @@ mod tests {
             r#""toggle": null"#,
         );
         assert!(ReliabilitySpec::parse(&no_toggle).unwrap().toggle.is_none());
+    }
+
+    #[test]
+    fn refuses_background_marks() {
+        let marked = SPEC.replace(
+            r#""policies": [],"#,
+            r#""policies": [], "background": {"file": "memory.acclaim_bg", "apps": "not-foreground"},"#,
+        );
+        let err = format!("{:#}", ReliabilitySpec::parse(&marked).unwrap_err());
+        assert!(
+            err.contains("scheme.background is for `pmr-guest run` only"),
+            "{err}"
+        );
+        let unset = SPEC.replace(
+            r#""policies": [],"#,
+            r#""policies": [], "background": null,"#,
+        );
+        assert!(ReliabilitySpec::parse(&unset).is_ok());
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::sys::proc_files::mount_point;
 use anyhow::{bail, Context, Result};
 use std::ffi::CString;
 use std::fs;
+use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -105,6 +106,15 @@ pub fn spawn_into(command: &mut Command, cgroup: &Path) -> std::io::Result<Child
         });
     }
     command.spawn()
+}
+
+/// Write `value` into the interface file `file` of `cgroup`. The file is
+/// not created: a cgroup without it (or a cgroup removed) is ENOENT.
+pub fn write_file(cgroup: &Path, file: &str, value: &str) -> std::io::Result<()> {
+    fs::OpenOptions::new()
+        .write(true)
+        .open(cgroup.join(file))?
+        .write_all(value.as_bytes())
 }
 
 fn enable_controllers(dir: &Path) -> Result<()> {

@@ -12,6 +12,11 @@
 //! launch command to the last `ready`. An app that dies during its launch
 //! is relaunched cold; the switch is still recorded once, as cold.
 //!
+//! With `scheme.background`, every oom_score_adj update also updates
+//! Acclaim's background marks on the apps' cgroups (background_marks.rs),
+//! just before the adjs are written; a cold launch writes its app's mark
+//! again once its processes are in their cgroup.
+//!
 //! Deaths come from the child reaper. An app is gone when any of its
 //! processes dies: the manager kills the rest, and the next switch to it
 //! is a cold launch. A process that ends other than by SIGKILL (an app
@@ -24,6 +29,7 @@ use crate::lmkd::proc_registry::ProcRegistry;
 use crate::spec::{ms, Spec};
 use crate::sys::{self, Exit};
 use crate::workload::app_process::{AppProcess, Reply};
+use crate::workload::background_marks::Marks;
 use crate::workload::child_reaper::Death;
 use crate::workload::oom_adj::{oom_adjs, Recency};
 use crate::workload::protocol::{Command, Costs};
@@ -66,6 +72,8 @@ pub struct ActivityManager<'a> {
     /// What the last launch cost its slowest process (the one with the
     /// longest `wall_ms`): logged with the launch.
     launch_cost: Costs,
+    /// Acclaim's background marks, if the scheme has them.
+    marks: Option<Marks>,
 }
 
 /// Milliseconds to the microsecond: a hot launch of a small app in a test
@@ -77,8 +85,15 @@ fn millis(d: Duration) -> f64 {
 impl<'a> ActivityManager<'a> {
     pub fn new(ctx: Resources<'a>) -> ActivityManager<'a> {
         let apps = ctx.spec.apps.iter().map(|_| Vec::new()).collect();
+        let marks = ctx
+            .spec
+            .scheme
+            .background
+            .as_ref()
+            .map(|b| Marks::new(b, ctx.spec, &ctx.apps_cgroup));
         ActivityManager {
             ctx,
+            marks,
             apps,
             owner: HashMap::new(),
             lru: Vec::new(),
@@ -213,6 +228,9 @@ impl<'a> ActivityManager<'a> {
         loop {
             // Only the attempt that survives is the launch.
             self.launch_cost.clear();
+            if let Some(marks) = &mut self.marks {
+                marks.launched_cold(app);
+            }
             let cgroup = self.ctx.apps_cgroup.join(&a.name);
             for index in 0..a.processes {
                 let p = self.ctx.zygote.fork_app(&a.name, index, &cgroup)?;
@@ -344,9 +362,13 @@ impl<'a> ActivityManager<'a> {
         Ok(())
     }
 
-    /// Recompute every live app's oom_score_adj; register changes with
-    /// lmkd and write them to /proc/<pid>/oom_score_adj.
+    /// Update the background marks, then recompute every live app's
+    /// oom_score_adj; register changes with lmkd and write them to
+    /// /proc/<pid>/oom_score_adj.
     fn update_adjs(&mut self) -> Result<()> {
+        if let Some(marks) = &mut self.marks {
+            marks.update(self.current)?;
+        }
         let spec = self.ctx.spec;
         let recency: Vec<Recency> = self
             .lru
