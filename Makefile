@@ -12,7 +12,7 @@ SCHEMES ?= original,mglru,pps,pmr
 OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
 
 .PHONY: setup main test lint unit-test integration-test kernel debug-kernel smoke reliability \
-	pmr-reliability pmr-faults pmr-debug kswapd-threads-reliability debug-probes unit-sweep paper paper-quick paper-thorough \
+	pmr-reliability pmr-faults pmr-debug kswapd-threads-reliability acclaim-reliability debug-probes unit-sweep paper paper-quick paper-thorough \
 	schemas
 
 setup:
@@ -103,6 +103,23 @@ kswapd-threads-reliability: setup
 		--flavour debug --out results/debug-smoke-kswapd-threads-$(STAMP)
 	$(PMRTB) reliability --profile pixel5 --scheme kswapd-threads --flavour debug \
 		$(KSWAPD_TOGGLE) --swap-factor 2 $(RELIABILITY_ARGS)
+
+# The Acclaim baseline (kernel/baselines/acclaim) under acclaim+pmr: the
+# background mark of the checkers' parent cgroup flipped under heavy
+# swapping (2 is not a mark and must be refused), then on the debug kernel
+# `smoke` under acclaim and acclaim+pmr and the same toggling with 2 x RAM
+# swapped.
+ACCLAIM_TOGGLE = --toggle /sys/fs/cgroup/pmr/reliability/memory.acclaim_bg=0,1,2 \
+	--toggle-refused 2 --toggles 100
+
+acclaim-reliability: setup
+	$(PMRTB) reliability --profile pixel5 --scheme acclaim+pmr $(ACCLAIM_TOGGLE) \
+		$(RELIABILITY_ARGS)
+	$(PMRTB) build-kernel --flavour debug
+	$(PMRTB) run --scenario smoke --profile pixel5 --schemes acclaim,acclaim+pmr --reps 1 \
+		--flavour debug --out results/debug-smoke-acclaim-$(STAMP)
+	$(PMRTB) reliability --profile pixel5 --scheme acclaim+pmr --flavour debug \
+		$(ACCLAIM_TOGGLE) --swap-factor 2 $(RELIABILITY_ARGS)
 
 # Every probe of DEBUG_PROBES runs; the target fails if any did not pass.
 debug-probes: setup

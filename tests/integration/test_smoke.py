@@ -1,5 +1,6 @@
 """Build the kernel, boot the guest, run `smoke` on original, mglru, pps, pmr
-and kswapd-threads.
+and acclaim+kswapd-threads (the two baselines in one run: the one changes
+which folios reclaim keeps, the other how many threads reclaim).
 
 Asserts what must hold for any scheme: real swap-out, every switch recorded,
 a summary that matches the schema, and a console free of oops/BUG/WARNING;
@@ -9,7 +10,9 @@ within its target, under `pps` and `pmr` every victim added was reclaimed,
 put back or is still listed (or held isolated by reclaim), and under `pmr`
 reclaim wrote victims back in batches larger than the classic path's
 SWAP_CLUSTER_MAX; under `kswapd-threads` both of the node's kswapd threads
-reclaimed.
+reclaimed; for Acclaim: its KUnit suite passed at boot, reclaim kept
+background apps' referenced pages inactive, every kswapd goal its
+prediction set follows its rule, and original left it off.
 """
 
 import csv
@@ -28,7 +31,8 @@ from pmr_testbed.guest import vm
 from pmr_testbed.report import summary
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMES = ["original", "mglru", "pps", "pmr", "kswapd-threads"]
+ACCLAIM = "acclaim+kswapd-threads"
+SCHEMES = ["original", "mglru", "pps", "pmr", ACCLAIM]
 
 pytestmark = pytest.mark.integration
 
@@ -190,14 +194,55 @@ def test_original_left_pmr_off(results):
     assert _vmstat_delta(results / "runs/original-r1", "pmr_batch") == 0
 
 
+def test_original_left_acclaim_off(results):
+    run_dir = results / "runs/original-r1"
+    assert _vmstat_delta(run_dir, "acclaim_fae_kept_inactive") == 0
+    trace = read_trace(run_dir / "trace.txt")
+    assert trace is not None and not trace.named("mm_vmscan_kswapd_lwp_goal")
+
+
+def _lwp_goal(stock: int, ratio: int, floor: int, cap: int) -> int:
+    """Acclaim's goal rule (acclaim.rst): the stock goal scaled by the
+    ratio, capped when demand fell, floored otherwise, at least
+    SWAP_CLUSTER_MAX pages."""
+    goal = stock * ratio // 100
+    goal = min(goal, cap) if ratio > 100 else max(goal, floor)
+    return max(goal, 32)
+
+
+def test_acclaim_kept_background_pages_inactive_and_set_kswapds_goals(results):
+    run_dir = results / "runs" / f"{ACCLAIM}-r1"
+    knobs = json.loads((run_dir / "run.json").read_text())["knobs"]
+    assert knobs["/sys/kernel/mm/acclaim/fae_enabled"].strip() == "1"
+    assert knobs["/sys/kernel/mm/acclaim/lwp_enabled"].strip() == "1"
+    # the activity manager marked the apps not in front, and reclaim found
+    # some of their pages referenced
+    assert _vmstat_delta(run_dir, "acclaim_fae_kept_inactive") > 0
+    floor = int(knobs["/sys/kernel/mm/acclaim/lwp_goal_min_kbytes"]) // 4
+    cap = int(knobs["/sys/kernel/mm/acclaim/lwp_goal_max_kbytes"]) // 4
+    assert floor < cap
+    events = read_trace(run_dir / "trace.txt").named("mm_vmscan_kswapd_lwp_goal")
+    assert events, "kswapd reclaimed, but no goal of LWP's was traced"
+    for e in events:
+        stock, ratio, goal = (int(e.fields[k]) for k in ("stock", "ratio", "goal"))
+        assert 1 <= ratio <= 10000
+        assert goal == _lwp_goal(stock, ratio, floor, cap), e.fields
+    # every app's memory.stat sampled: the refaults' foreground/background split
+    with open(run_dir / "app_memcg.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    spec = json.loads((run_dir / "spec.json").read_text())
+    assert {r["app"] for r in rows} >= set(spec["scenario"]["foreground"])
+
+
+@pytest.mark.parametrize("suite", ["pmr", "acclaim"])
 @pytest.mark.parametrize("scheme", SCHEMES)
-def test_pmr_kunit_suite_passed_at_boot(results, scheme):
+def test_kunit_suites_passed_at_boot(results, scheme, suite):
     console = (results / "runs" / f"{scheme}-r1" / "console.log").read_text(errors="replace")
     stamp = r"^(\[[ \d.]+\])?\s*"  # the kernel log's timestamp
-    assert re.search(stamp + r"# pmr: pass:[1-9]\d* fail:0 ", console, re.M), (
-        "the pmr KUnit suite did not run or did not pass"
+    assert re.search(stamp + rf"# {suite}: pass:[1-9]\d* fail:0 ", console, re.M), (
+        f"the {suite} KUnit suite did not run or did not pass"
     )
-    assert re.search(stamp + r"ok \d+ (- )?pmr\s*$", console, re.M)
+    assert re.search(stamp + rf"ok \d+ (- )?{suite}\s*$", console, re.M)
     assert not re.search(stamp + r"not ok ", console, re.M)
 
 
@@ -255,7 +300,7 @@ def test_regime_written_with_its_six_checks(results):
 def test_kswapd_threads_run_a_second_kswapd(results):
     """vm.kswapd_threads=2: kswapd0 and kswapd0:1 both used CPU, where the
     other schemes run kswapd0 alone."""
-    cpu = json.loads((results / "runs" / "kswapd-threads-r1" / "threads_cpu.json").read_text())
+    cpu = json.loads((results / "runs" / f"{ACCLAIM}-r1" / "threads_cpu.json").read_text())
     assert cpu.get("kswapd0", 0) > 0 and cpu.get("kswapd0:1", 0) > 0, cpu
     original = json.loads((results / "runs" / "original-r1" / "threads_cpu.json").read_text())
     assert "kswapd0" in original and not any(":" in name for name in original), original
