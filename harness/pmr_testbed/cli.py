@@ -262,13 +262,14 @@ def paper(
     quick: bool = typer.Option(
         False,
         "--quick",
-        help=f"~20 min: 1 rep; main (original, pmr) at {paper_mod.QUICK_MAIN_ROUNDS} rounds, "
+        help=f"~24 min: 1 rep; main ({', '.join(paper_mod.QUICK_MAIN_SCHEMES)}) at "
+        f"{paper_mod.QUICK_MAIN_ROUNDS} rounds, "
         "the rest at 1; no sweeps",
     ),
     thorough: bool = typer.Option(
         False,
         "--thorough",
-        help="~5.5 h: every campaign at --reps, every sweep point, both profiles",
+        help="~9.5 h: every campaign at --reps, every sweep point, both profiles",
     ),
     reps: int = typer.Option(
         None,
@@ -287,7 +288,7 @@ def paper(
     if quick and thorough:
         raise UserError(
             "--quick and --thorough exclude each other: give one, or neither for "
-            "the full (~2 h) run"
+            "the full (~2.5 h) run"
         )
     mode = "quick" if quick else "thorough" if thorough else "full"
     plan = paper_mod.plan(out, mode=mode, reps=reps, seed=seed, peers=peers)

@@ -75,6 +75,11 @@ PMR_VMSTAT_KEYS = [
     "pmr_batch_pages",
     "pmr_batch_pageout",
 ]
+# Acclaim's counter (its kernel series), appended after the stock ones
+ACCLAIM_VMSTAT_KEYS = ["acclaim_fae_kept_inactive"]
+APP_MEMCG_HEADER = (
+    "t_s,app,anon,file,pgsteal,pgmajfault,workingset_refault_anon,workingset_refault_file"
+)
 DISKSTAT_FIELDS = [
     "read_ios",
     "read_merges",
@@ -165,6 +170,24 @@ def lmkd_row(
     )
 
 
+def app_memcg_row(
+    t_s: float,
+    app: str,
+    refault_anon: int = 0,
+    refault_file: int = 0,
+    pgmajfault: int = 0,
+    pgsteal: int = 0,
+) -> str:
+    """One row of app_memcg.csv (cumulative counters of the app's cgroup), as
+    runtime/src/metrics/app_memcg.rs writes it."""
+    return ",".join(
+        map(
+            str,
+            [t_s, app, 40 << 20, 8 << 20, pgsteal, pgmajfault, refault_anon, refault_file],
+        )
+    )
+
+
 def write_run(
     run_dir: Path,
     *,
@@ -182,6 +205,7 @@ def write_run(
     trace: str | None = None,
     swap_free_kb: list[int] | None = None,
     lmkd_rows: list[str] | None = None,
+    app_memcg_rows: list[str] | None = None,
     omit: tuple[str, ...] = (),
 ) -> Path:
     """Write a run directory. `write_sectors` is the cumulative counter per sample
@@ -192,7 +216,9 @@ def write_run(
     text (see trace_text); without it no trace.txt is written, as when the
     spec lists no events. `swap_free_kb` is meminfo.csv's SwapFree per sample
     (default: 200 MB free throughout). `lmkd_rows` are lmkd.csv's rows (see
-    lmkd_row; default: one quiet wakeup). Files named in `omit` are not written."""
+    lmkd_row; default: one quiet wakeup). `app_memcg_rows` are app_memcg.csv's
+    rows (see app_memcg_row; without them no app_memcg.csv is written, as by a
+    runtime before it). Files named in `omit` are not written."""
     run_dir.mkdir(parents=True, exist_ok=True)
     switches = (
         switches
@@ -242,6 +268,10 @@ def write_run(
     (run_dir / "lmkd.csv").write_text("\n".join([LMKD_HEADER, *rows]) + "\n")
     if trace is not None:
         (run_dir / "trace.txt").write_text(trace)
+    if app_memcg_rows is not None:
+        (run_dir / "app_memcg.csv").write_text(
+            "\n".join([APP_MEMCG_HEADER, *app_memcg_rows]) + "\n"
+        )
     for name in omit:
         (run_dir / name).unlink()
     return run_dir
@@ -402,6 +432,17 @@ def kswapd_round(
             "nr_reclaimed": nr_reclaimed,
             "duration_ns": duration_ns,
         },
+        **where,
+    )
+
+
+def lwp_goal(t_s: float, ratio: int, stock: int, goal: int, **where) -> str:
+    """A vmscan:mm_vmscan_kswapd_lwp_goal event (a kswapd round's goal as
+    Acclaim's lightweight prediction set it, pages)."""
+    return trace_line(
+        t_s,
+        "mm_vmscan_kswapd_lwp_goal",
+        {"nid": 0, "ratio": ratio, "stock": stock, "goal": goal},
         **where,
     )
 

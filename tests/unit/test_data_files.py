@@ -457,3 +457,116 @@ def test_zygote_is_required_and_reaches_the_runtime_at_guest_scale(tmp_path):
     assert spec.footprint_mb(built) == built["apps"][0]["anon_mb"] + 1 + prof.scale_mb(22)
     none = _scenario(tmp_path, BASE + app)
     assert none.zygote_shared_mb == 0
+
+
+def test_acclaim_marks_background_apps_and_takes_its_bounds_from_the_profile():
+    prof = profiles.load("pixel6pro")
+    acclaim = schemes.resolve("acclaim", prof)
+    assert acclaim.background == {"file": "memory.acclaim_bg", "apps": "not-foreground"}
+    static = schemes.resolve("acclaim-static", prof)
+    assert static.background == {"file": "memory.acclaim_bg", "apps": "scenario-background"}
+    assert static.knobs == acclaim.knobs
+    # the public code's 8,020 and 8,856 pages (32,080 and 35,424 kB) x the scale
+    for name in ("pixel6pro", "pixel5", "pixel6pro-roomy"):
+        p = profiles.load(name)
+        assert p.raw["acclaim"]["lwp_goal_min_kb"] == round(32080 * p.scale)
+        assert p.raw["acclaim"]["lwp_goal_max_kb"] == round(35424 * p.scale)
+    knobs = [k["path"].rsplit("/", 1)[-1] for k in acclaim.knobs]
+    # the lower bound first: the kernel refuses a min above the max
+    assert knobs.index("lwp_goal_min_kbytes") < knobs.index("lwp_goal_max_kbytes")
+    assert {"path": "/sys/kernel/mm/lru_gen/enabled", "value": "n"} in acclaim.knobs
+    assert schemes.resolve("original", prof).background is None
+    # an override of one knob keeps the marks
+    off = schemes.resolve("acclaim@lwp_enabled=0", prof)
+    assert {"path": "/sys/kernel/mm/acclaim/lwp_enabled", "value": "0"} in off.knobs
+    assert off.background == acclaim.background
+
+
+def test_spec_of_acclaim_with_pmr_has_the_marks_and_the_scaled_bounds(tmp_path):
+    prof = profiles.load("pixel6pro")
+
+    def build(name: str) -> dict:
+        return spec.build(
+            run_id="r",
+            out_dir=tmp_path,
+            seed=1,
+            scenario=scenarios.load("paper"),
+            profile=prof,
+            scheme=schemes.resolve(name, prof),
+            work_iters_per_ms=1.0,
+        )
+
+    both = build("acclaim+pmr")["scheme"]
+    assert both["background"] == {"file": "memory.acclaim_bg", "apps": "not-foreground"}
+    knobs = {k["path"]: k["value"] for k in both["knobs"]}
+    assert knobs["/sys/kernel/mm/acclaim/lwp_goal_min_kbytes"] == "5348"
+    assert knobs["/sys/kernel/mm/acclaim/lwp_goal_max_kbytes"] == "5905"
+    assert knobs["/sys/kernel/mm/acclaim/fae_enabled"] == "1"
+    assert knobs["/sys/kernel/mm/pmr/enabled"] == "2"
+    assert both["kthreads"][0]["comm"] == "kswapd"
+    # every other scheme's spec.json is as before: no background key at all
+    assert "background" not in build("original")["scheme"]
+    assert build("acclaim-static")["scheme"]["background"]["apps"] == "scenario-background"
+
+
+@pytest.mark.parametrize(
+    "table, error",
+    [
+        ('file = "memory.acclaim_bg"\napps = "all"\n', "apps 'all' must be one of not-foreground"),
+        ('file = "cgroup.procs"\napps = "not-foreground"\n', "must be a memory controller file"),
+        ('file = "../memory.x"\napps = "not-foreground"\n', "must be a memory controller file"),
+        ('apps = "not-foreground"\n', "missing `file`"),
+        (
+            'file = "memory.acclaim_bg"\napps = "not-foreground"\nwhen = 1\n',
+            "`when` is not a setting of \\[background\\] \\(it takes file, apps\\)",
+        ),
+    ],
+)
+def test_background_marks_are_checked(tmp_path, monkeypatch, table, error):
+    from pmr_testbed import paths
+
+    (tmp_path / "b.toml").write_text('name = "b"\n[background]\n' + table)
+    monkeypatch.setattr(paths, "SCHEMES_DIR", tmp_path)
+    with pytest.raises(UserError, match=error):
+        schemes.resolve("b", profiles.load("pixel5"))
+
+
+def test_background_marks_combine_only_alike(tmp_path, monkeypatch):
+    from pmr_testbed import paths
+
+    for name in ("acclaim", "acclaim-static", "pmr"):
+        shutil.copy(paths.SCHEMES_DIR / f"{name}.toml", tmp_path)
+    (tmp_path / "marks.toml").write_text(
+        'name = "marks"\nmodifier = true\n[background]\nfile = "memory.acclaim_bg"\n'
+        'apps = "not-foreground"\n'
+    )
+    monkeypatch.setattr(paths, "SCHEMES_DIR", tmp_path)
+    prof = profiles.load("pixel5")
+    assert schemes.resolve("pmr+marks", prof).background["apps"] == "not-foreground"
+    assert schemes.resolve("acclaim+marks", prof).background["apps"] == "not-foreground"
+    with pytest.raises(UserError, match="mark background apps differently"):
+        schemes.resolve("acclaim-static+marks", prof)
+
+
+@pytest.mark.parametrize(
+    "table, error",
+    [
+        ("lwp_goal_min_kb = 6000\nlwp_goal_max_kb = 5905\n", "is above lwp_goal_max_kb"),
+        ("lwp_goal_min_kb = 0\nlwp_goal_max_kb = 5905\n", "must be > 0"),
+        ("lwp_goal_min_kb = 5348\n", "missing `lwp_goal_max_kb`"),
+        ('lwp_goal_min_kb = "5348"\nlwp_goal_max_kb = 5905\n', "wrong type"),
+    ],
+)
+def test_profile_acclaim_bounds_are_checked(tmp_path, table, error):
+    from pmr_testbed import paths, tomlfile
+
+    text = (paths.PROFILES_DIR / "pixel5.toml").read_text().split("[acclaim]")[0]
+    f = tmp_path / "p.toml"
+    f.write_text(text + "[acclaim]\n" + table)
+    with pytest.raises(UserError, match=error):
+        profiles.parse(tomlfile.load(f, "profile"), f)
+    # without the table the profile loads, and a scheme naming its fields says what is missing
+    f.write_text(text)
+    plain = profiles.parse(tomlfile.load(f, "profile"), f)
+    with pytest.raises(UserError, match=r"has no field acclaim\.lwp_goal_min_kb"):
+        schemes.resolve("acclaim", plain)

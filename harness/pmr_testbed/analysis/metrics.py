@@ -90,6 +90,16 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   spent in rounds (`busiest_second_share`: whether it ever fell behind);
   None where the kernel or the trace has none.
   `kswapd_round_list` holds the rounds themselves, for the plots.
+- `refaults` (app_refaults.py): each app's refaults, major faults and pages
+  reclaimed from its cgroup (app_memcg.csv), split between the time it was
+  in front and behind (events.jsonl); None without app_memcg.csv (runs
+  before it).
+- `lwp` (lwp.py): the goals Acclaim's lightweight prediction gave kswapd
+  (the `mm_vmscan_kswapd_lwp_goal` tracepoint); None without them.
+  `lwp_goal_list` holds the goals themselves, for the plot.
+- `fae_kept_inactive`: the referenced background folios reclaim left
+  inactive instead of activating them (Acclaim's foreground-aware eviction;
+  vmstat `acclaim_fae_kept_inactive`), None on a kernel without the counter.
 
 A run whose run.json is missing or not `"status": "ok"` is never a result:
 `load_run` raises `RunError`. Missing optional files (threads_cpu.json,
@@ -112,9 +122,11 @@ import numpy as np
 from ..errors import UserError
 from ..guest.host_cpu import HOST_CPU_FILE, host_cpu_figures, read_host_cpu
 from ..tables import Table
+from .app_refaults import APP_MEMCG_FILE, AppMemcgError, app_refaults
 from .capacity import capacity
 from .kswapd_rounds import KswapdRound, kswapd_rounds, round_figures
 from .lru_balance import lru_balance
+from .lwp import LwpGoal, lwp_figures, lwp_goals
 from .settled_state import settled_state
 from .swap_fate import swap_fate
 from .trace import Trace, kshrinkd_rounds, read_trace
@@ -135,7 +147,7 @@ VMSTAT_DELTAS = (
     "pgsteal_anon",
 )
 # counters vmstat_deltas() gives only where vmstat.csv has them
-OPTIONAL_VMSTAT_DELTAS = ("oom_kill",)
+OPTIONAL_VMSTAT_DELTAS = ("oom_kill", "acclaim_fae_kept_inactive")
 OPTIONAL_FILES = (
     "threads_cpu.json",
     "swap_write_hist.json",
@@ -207,6 +219,10 @@ class RunMetrics:
     kswapd_round_list: list[KswapdRound] = field(default_factory=list)
     host_cpu: dict | None = None
     capacity: dict | None = None
+    refaults: dict | None = None
+    lwp: dict | None = None
+    lwp_goal_list: list[LwpGoal] = field(default_factory=list)
+    fae_kept_inactive: int | None = None
     trace_overrun: int | None = None
     trace_missing: list[str] = field(default_factory=list)  # events the kernel lacks
     missing: list[str] = field(default_factory=list)
@@ -245,6 +261,7 @@ def load_run(run_dir: Path) -> RunMetrics:
     lmkd = _read_optional_table(run_dir / "lmkd.csv", min_rows=0)  # a row per wakeup
     victim_t_s, victim_mb = victim_series(vmstat)
     rounds = kswapd_rounds(trace)
+    goals = lwp_goals(trace)
     host = (
         host_cpu_figures(
             read_host_cpu(run_dir / HOST_CPU_FILE),
@@ -297,10 +314,24 @@ def load_run(run_dir: Path) -> RunMetrics:
         kswapd_round_list=rounds,
         host_cpu=host,
         capacity=None if spec is None else capacity(spec, run, vm.get("oom_kill")),
+        refaults=read_app_refaults(run_dir / APP_MEMCG_FILE, events),
+        lwp=lwp_figures(goals),
+        lwp_goal_list=goals,
+        fae_kept_inactive=vm.get("acclaim_fae_kept_inactive"),
         trace_overrun=trace.overrun if trace else None,
         trace_missing=trace.missing if trace else [],
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
     )
+
+
+def read_app_refaults(path: Path, events: list[dict]) -> dict | None:
+    """app_refaults() of the run's app_memcg.csv, None without the file."""
+    if not path.exists():
+        return None
+    try:
+        return app_refaults(read_table(path, min_rows=0), events)
+    except AppMemcgError as e:
+        raise RunError(f"{path} {e}") from None
 
 
 # how far events.jsonl's time may be from started_at's and still be trusted

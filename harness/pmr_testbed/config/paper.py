@@ -7,7 +7,8 @@ summary.json and report.md, then one combined report over them
 (report/paper_report.py: paper.md, paper_summary.json, plots/):
 
   main            `paper` on pixel6pro: the mode's schemes (Figs. 5-7,
-                  11-13, Table 3, the headline ratios), with --peers the
+                  11-13, Table 3, the headline ratios; Acclaim, the
+                  paper's baseline in Figs. 11-13), with --peers the
                   alternatives that users deploy instead of PMR
                   (PEER_SCHEMES: more kswapd threads) beside them
   devices         `paper` on pixel5: original, pps, pmr (Fig. 14, beside
@@ -29,15 +30,15 @@ summary.json and report.md, then one combined report over them
 Three modes (MODES), each planned to a time budget on this project's 2-core
 TCG host (estimate_s, printed before anything starts):
 
-  quick     ~20 min: 1 repetition (unless --reps says otherwise); main
-            original and pmr at QUICK_MAIN_ROUNDS rounds (the regime report
-            needs switched apps killed and relaunched, which starts in
-            the second round), devices original and pmr 1 round, `floor`
+  quick     ~24 min: 1 repetition (unless --reps says otherwise); main
+            original, acclaim and pmr at QUICK_MAIN_ROUNDS rounds (the
+            regime report needs switched apps killed and relaunched, which
+            starts in the second round), devices original and pmr 1 round, `floor`
             1 round, no sweeps: quick results check the regime and show
             the direction of pmr's effect, not the paper's figures.
-  full      ~2 h: main at `reps` (3 or more) x the scenario's 10 rounds
-            for original, mglru and pmr (the headline ratios with their
-            spread); devices original, pps and pmr, 1 rep x 2 rounds
+  full      ~2.5 h: main at `reps` (3 or more) x the scenario's 10 rounds
+            for original, mglru, acclaim and pmr (the headline ratios with
+            their spread); devices original, pps and pmr, 1 rep x 2 rounds
             (Fig. 14 beside main: the cold launches and the first warm
             round); the two sweeps 1 rep x 2 rounds at three points (delta
             1x/3x/5x, unit 64 kB/1 MB/16 MB): their shapes are indicative,
@@ -52,6 +53,12 @@ TCG host (estimate_s, printed before anything starts):
 --peers adds PEER_SCHEMES to main in quick and full modes (thorough runs
 every scheme file anyway): each costs main `reps` more runs, ~29 min in
 full mode, which the estimate shows against the mode's budget.
+
+Each budget holds its plan's estimate at RUN_S: quick's 24 min main's
+three schemes at 3 rounds (~13 min, acclaim's run ~3.6 min of it) and
+devices and the floor (~9 min); full's 2 h 30 min main's four schemes at
+3 x 10 rounds (~1 h 57 min, ~29 min per scheme) and the other campaigns
+(~30 min).
 
 In full and thorough modes the sweeps' kernel-default point, pmr as it
 is (delta 3x, the main profile's unit), runs once, in `delta`, and the
@@ -86,12 +93,16 @@ OTHER_PROFILE = "pixel5"
 FLOOR_PROFILE = "pixel6pro-roomy"
 BASELINE = "original"
 # the paper's schemes first, in this order; any other scheme file follows
-PAPER_SCHEMES = ("original", "mglru", "pps", "pmr")
+PAPER_SCHEMES = ("original", "mglru", "acclaim", "pps", "pmr")
 QUICK_SCHEMES = ("original", "pmr")
-# full mode's main: the headline ratios' schemes (pmr against original and
-# MGLRU); pps, the ablation, runs in devices (Fig. 14) and in thorough mode's
-# main: four schemes at 3 x 10 rounds would take main alone to 2 h
-FULL_MAIN_SCHEMES = ("original", "mglru", "pmr")
+# quick mode's main: the direction of pmr's effect, and against Acclaim, the
+# paper's baseline in Figs. 11-13
+QUICK_MAIN_SCHEMES = ("original", "acclaim", "pmr")
+# full mode's main: the headline ratios' schemes (pmr against original,
+# MGLRU and Acclaim; Acclaim against original); pps, the ablation, runs in
+# devices (Fig. 14) and in thorough mode's main: a fifth scheme at 3 x 10
+# rounds would cost main another half hour
+FULL_MAIN_SCHEMES = ("original", "mglru", "acclaim", "pmr")
 # quick mode's main: the fewest rounds in which the regime shows (switched
 # apps killed and relaunched from the second round on, kills in both halves)
 QUICK_MAIN_ROUNDS = 3
@@ -138,9 +149,9 @@ MODES = {
             "quick",
             default_reps=1,
             min_reps=1,
-            target_s=20 * 60,
+            target_s=24 * 60,
             main_rounds=QUICK_MAIN_ROUNDS,
-            main_schemes=QUICK_SCHEMES,
+            main_schemes=QUICK_MAIN_SCHEMES,
             device_schemes=QUICK_SCHEMES,
             device_reps=None,
             device_rounds=1,
@@ -157,7 +168,7 @@ MODES = {
             "full",
             default_reps=MIN_FULL_REPS,
             min_reps=MIN_FULL_REPS,
-            target_s=2 * 3600,
+            target_s=150 * 60,
             main_rounds=None,
             main_schemes=FULL_MAIN_SCHEMES,
             device_schemes=DEVICE_SCHEMES,

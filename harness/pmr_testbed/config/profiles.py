@@ -7,6 +7,11 @@ with an unthrottled disk, measured once per host) to the phone's peak
 reclaim (`[phone] peak_reclaim_mbps`), so that reclaim uses the same share of
 the guest's flash as of the phone's: software, not the flash, limits it
 (paper §2.2.2, §3.1.2, Figs. 3a and 4b).
+
+`[acclaim]` (optional) holds the bounds Acclaim's lightweight prediction
+puts on kswapd's goal, `lwp_goal_min_kb` <= `lwp_goal_max_kb`, guest kB:
+the public code's absolute 8,020 and 8,856 pages times the guest's scale.
+The acclaim schemes' knobs name them ("{acclaim.lwp_goal_min_kb}").
 """
 
 from __future__ import annotations
@@ -98,6 +103,18 @@ def swap_throttle(limits: dict[str, int]) -> dict[str, int]:
     }
 
 
+def _check_acclaim(table: dict, where: str) -> None:
+    """LWP's goal bounds: whole positive kB, the lower one first."""
+    low, high = (require(table, key, int, where) for key in ("lwp_goal_min_kb", "lwp_goal_max_kb"))
+    if low <= 0 or high <= 0:
+        raise UserError(f"{where}: lwp_goal_min_kb and lwp_goal_max_kb must be > 0 kB")
+    if low > high:
+        raise UserError(
+            f"{where}: lwp_goal_min_kb ({low}) is above lwp_goal_max_kb ({high}): "
+            "the kernel refuses a lower bound above the upper one"
+        )
+
+
 def load(name: str) -> Profile:
     path = tomlfile.find(paths.PROFILES_DIR, name, "profile")
     return parse(tomlfile.load(path, "profile"), path)
@@ -112,6 +129,8 @@ def parse(data: dict, path: Path) -> Profile:
     scale = positive(guest, "scale", f"{where} [guest]")
     if scale > 1:
         raise UserError(f"{where}: [guest] scale must be in (0, 1], got {scale}")
+    if "acclaim" in data:
+        _check_acclaim(require(data, "acclaim", dict, where), f"{where} [acclaim]")
     return Profile(
         name=require(data, "name", str, where),
         description=data.get("description", ""),

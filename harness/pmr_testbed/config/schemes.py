@@ -14,6 +14,15 @@ fields in braces, e.g. "{pmr.unmap_unit_kb}".
 A scheme file with `modifier = true` only changes another scheme and is run
 combined with one (`original+kswapd-fifo`), never alone.
 
+`[background]` has the guest mark apps' cgroups as background, as Acclaim's
+activity manager tells its kernel which app is in front (ATC'20,
+foreground-aware eviction; runtime/src/workload/background_marks.rs): `file` is the
+cgroup file written (1 marked, 0 cleared), a `memory.*` name, and `apps`
+which apps and when, `not-foreground` (every app not in front, the one coming
+to the front cleared: the paper's design) or `scenario-background` (the
+scenario's background apps, never cleared: the public code's fixed list).
+Combined schemes may both set it only alike.
+
 A part may override the value of one of its knobs, named by the end of
 the knob's path, whole components, as long as it names one knob:
 `pmr@unmap_unit_kbytes=64` is `pmr` with the unmap unit at 64 kB;
@@ -35,6 +44,9 @@ from ..tomlfile import require
 from .profiles import Profile
 
 POLICIES = ("fifo", "rr", "normal")
+# spec.json `scheme.background.apps` (runtime/src/spec.rs, MarkedApps)
+BACKGROUND_APPS = ("not-foreground", "scenario-background")
+BACKGROUND_KEYS = ("file", "apps")
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,9 @@ class Scheme:
     # [{"comm", "policy", "priority", "nice"[, "cpus"]}], as spec.json has them
     kthreads: list[dict] = field(default_factory=list)
     modifier: bool = False  # runs only combined with another scheme
+    # {"file": "memory.acclaim_bg", "apps": "not-foreground"}: spec.json's
+    # `scheme.background`; None: no marks
+    background: dict | None = None
 
 
 def load(name: str) -> Scheme:
@@ -69,6 +84,7 @@ def load(name: str) -> Scheme:
     modifier = data.get("modifier", False)
     if not isinstance(modifier, bool):
         raise UserError(f"{where}: `modifier` must be true or false")
+    background = data.get("background")
     return Scheme(
         require(data, "name", str, where),
         data.get("description", ""),
@@ -76,7 +92,30 @@ def load(name: str) -> Scheme:
         policies,
         kthreads,
         modifier,
+        None if background is None else _background(background, f"{where} [background]"),
     )
+
+
+def _background(table: object, where: str) -> dict:
+    """The `[background]` table, checked, as spec.json takes it."""
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: must be a table with `file` and `apps`")
+    unknown = sorted(set(table) - set(BACKGROUND_KEYS))
+    if unknown:
+        raise UserError(
+            f"{where}: `{unknown[0]}` is not a setting of [background] "
+            f"(it takes {', '.join(BACKGROUND_KEYS)})"
+        )
+    file = require(table, "file", str, where)
+    if not re.fullmatch(r"memory\.[a-z0-9_]+", file):
+        raise UserError(
+            f"{where}: file {file!r} must be a memory controller file of the apps' "
+            "cgroups, e.g. memory.acclaim_bg"
+        )
+    apps = require(table, "apps", str, where)
+    if apps not in BACKGROUND_APPS:
+        raise UserError(f"{where}: apps {apps!r} must be one of {', '.join(BACKGROUND_APPS)}")
+    return {"file": file, "apps": apps}
 
 
 def _kthread(table: dict, where: str) -> dict:
@@ -195,7 +234,24 @@ def resolve(name: str, profile: Profile) -> Scheme:
         knobs,
         policies,
         _united_kthreads(loaded, profile),
+        background=_united_background(loaded),
     )
+
+
+def _united_background(loaded: list[Scheme]) -> dict | None:
+    """The parts' background marks: one part's, or several parts' if alike."""
+    united: tuple[str, dict] | None = None
+    for s in loaded:
+        if s.background is None:
+            continue
+        if united is not None and united[1] != s.background:
+            raise UserError(
+                f"schemes {united[0]} and {s.name} mark background apps differently "
+                f"({united[1]['file']}, {united[1]['apps']} against "
+                f"{s.background['file']}, {s.background['apps']}): they cannot be combined"
+            )
+        united = (s.name, s.background)
+    return None if united is None else dict(united[1])
 
 
 def _united_kthreads(loaded: list[Scheme], profile: Profile) -> list[dict]:

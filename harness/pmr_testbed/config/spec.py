@@ -109,6 +109,8 @@ def build(
             "knobs": scheme.knobs,
             "policies": scheme.policies,
             "kthreads": scheme.kthreads,
+            # Acclaim's background marks (schemes.py); absent for other schemes
+            **({"background": scheme.background} if scheme.background else {}),
         },
         "memory": memory_settings(profile),
         "swap": {"serial": SWAP_SERIAL, "zram_mb": 0},

@@ -14,8 +14,11 @@ from ..errors import UserError
 # per shrink_folio_list() call that unmapped or paged out anything, in every
 # scheme) and `pmr_batch` (one per bulk batch, pmr/enabled=2 only) come with
 # PMR part 2; `kswapd_round` (one per kswapd_shrink_node() call, for the
-# paper's Figs. 5 and 6: kswapd_rounds.py) comes with a later patch. A kernel
-# without an event lists it on the `# missing=` line.
+# paper's Figs. 5 and 6: kswapd_rounds.py) comes with a later patch.
+# `kswapd_lwp_goal` (one per kswapd round whose goal Acclaim's lightweight
+# prediction set: acclaim/lwp_enabled=1 only; analysis/lwp.py) comes with
+# Acclaim's series (kernel/baselines/acclaim). A kernel without an event lists it on
+# the `# missing=` line.
 TRACE_EVENTS = [
     "vmscan/mm_vmscan_kswapd_wake",
     "vmscan/mm_vmscan_kswapd_sleep",
@@ -24,6 +27,7 @@ TRACE_EVENTS = [
     "vmscan/mm_vmscan_lru_shrink_victim",
     "vmscan/mm_vmscan_writeback_time",
     "vmscan/mm_vmscan_pmr_batch",
+    "vmscan/mm_vmscan_kswapd_lwp_goal",
 ]
 
 # `pmrtb run --trace-event GROUP/NAME`: a tracepoint as named under

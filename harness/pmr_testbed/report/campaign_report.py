@@ -13,6 +13,8 @@ evaluation figures:
   plots/unmap_time.png          Fig. 7: distribution of the per-page unmap time (1-MB windows)
   plots/sweep_<key>.png         Fig. 15b: reclaim throughput against a swept knob
                                 (only when the schemes form a sweep, sweep.py)
+  plots/lwp_goals.png           the goals Acclaim's lightweight prediction gave
+                                kswapd over time (only when a run has them, lwp.py)
 
 Beside report.md, regime.json: whether original's runs are in the paper's
 regime, from this campaign alone (regime.py); report.md's Regime section
@@ -100,6 +102,14 @@ PLOT_CAPTIONS = {
         "full, file pages thrashing, and no further kill."
     ),
 }
+LWP_PLOT = "lwp_goals.png"
+LWP_CAPTION = (
+    "kswapd's goal as Acclaim's lightweight prediction set it at each kswapd round "
+    "(`mm_vmscan_kswapd_lwp_goal`, kB, each scheme's first repetition): the marks are "
+    "the goals LWP set, the dashed line the stock goal kswapd would have had (the "
+    "zones' high watermarks). A goal under the dashed line is a round that reclaims "
+    "less than the stock kernel's."
+)
 SWEEP_CAPTION = (
     "Reclaim throughput against `{key}` (paper Fig. 15b): left, the peak and "
     "mean swap-device write MB/s, right, the mean response time; points are "
@@ -162,6 +172,8 @@ def write_report(results_dir: Path, built: tuple[dict, dict[str, list[Run]]] | N
     plot_settled(measured, colours, plot_dir / PLOT_FILES["settled"])
     for key, sweeps in sweeps_by_key(summary["schemes"]).items():
         plot_sweep(key, sweeps, summary["schemes"], plot_dir / sweep_file(key))
+    if any(r.metrics.lwp_goal_list for runs in ok.values() for r in runs):
+        plot_lwp_goals(ok, colours, plot_dir / LWP_PLOT)
     path = results_dir / "report.md"
     path.write_text(render_markdown(summary, regime))
     return path
@@ -275,6 +287,48 @@ def plot_victims(ok: dict[str, list[Run]], colours: dict, path: Path) -> None:
         title="PMR victim list size",
         xlabel="time since workload start (s)",
         ylabel="victim pages (MB)",
+    )
+    ax.grid(alpha=0.3)
+    save_figure(fig, path)
+
+
+def plot_lwp_goals(ok: dict[str, list[Run]], colours: dict, path: Path) -> None:
+    """Each scheme's first repetition with LWP goals: the goal and the stock
+    goal at each kswapd round LWP set, kB."""
+    fig, ax = plt.subplots(figsize=(11.5, 4.0))
+    for scheme, runs in ok.items():
+        with_goals = sorted((r for r in runs if r.metrics.lwp_goal_list), key=lambda r: r.rep)
+        if not with_goals:
+            continue
+        run = with_goals[0]
+        goals = run.metrics.lwp_goal_list
+        t = [g.t_s for g in goals]
+        ax.plot(
+            t,
+            [g.goal_kb for g in goals],
+            ".",
+            color=colours[scheme],
+            markersize=4,
+            label=f"{scheme} (rep {run.rep}, {len(goals)} goals)",
+        )
+        ax.step(
+            t,
+            [g.stock_kb for g in goals],
+            where="post",
+            color=colours[scheme],
+            linestyle="--",
+            linewidth=1.0,
+            label=f"{scheme}: stock goal",
+        )
+    if ax.lines:
+        _legend_outside(ax)
+        ax.set_ylim(bottom=0)
+    else:
+        no_data(ax, "LWP goals (mm_vmscan_kswapd_lwp_goal)")
+    ax.set(
+        title="kswapd's goal under Acclaim's lightweight prediction",
+        xlabel="time since workload start (s)",
+        ylabel="goal (kB)",
     )
     ax.grid(alpha=0.3)
     save_figure(fig, path)
@@ -801,6 +855,48 @@ def kswapd_round_table(schemes: dict[str, dict]) -> list[str]:
     return md_table(["scheme", *(title for _, title in KSWAPD_ROUND_COLUMNS)], rows) if rows else []
 
 
+REFAULT_COLUMNS = [
+    ("refaults.foreground.refault_anon", "in front: anon refaults"),
+    ("refaults.foreground.refault_file", "file refaults"),
+    ("refaults.background.refault_anon", "behind: anon refaults"),
+    ("refaults.background.refault_file", "file refaults"),
+    ("refaults.background_share", "share of refaults behind"),
+    ("refaults.foreground.pgmajfault", "major faults in front"),
+    ("refaults.background.pgmajfault", "behind"),
+    ("refaults.foreground.pgsteal", "pages reclaimed in front"),
+    ("refaults.background.pgsteal", "behind"),
+]
+
+
+def refault_table(schemes: dict[str, dict]) -> list[str]:
+    """The apps' refaults in front and behind (app_refaults.py)."""
+    rows = _rows(schemes, REFAULT_COLUMNS, lambda e: e.get("refaults") is not None)
+    return md_table(["scheme", *(title for _, title in REFAULT_COLUMNS)], rows) if rows else []
+
+
+ACCLAIM_COLUMNS = [
+    ("fae_kept_inactive", "FAE: kept inactive"),
+    ("lwp.goals", "LWP goals"),
+    ("lwp.goal_kb.min", "goal kB min"),
+    ("lwp.goal_kb.median", "median"),
+    ("lwp.goal_kb.max", "max"),
+    ("lwp.stock_kb", "stock goal kB"),
+    ("lwp.ratio.median", "demand ratio % median"),
+    ("lwp.ratio.max", "max"),
+    ("lwp.above_stock_share", "goals above stock"),
+]
+
+
+def acclaim_table(schemes: dict[str, dict]) -> list[str]:
+    """Acclaim's counter and LWP's goals, for the schemes on a kernel that has them."""
+    rows = _rows(
+        schemes,
+        ACCLAIM_COLUMNS,
+        lambda e: e.get("fae_kept_inactive") is not None or e.get("lwp") is not None,
+    )
+    return md_table(["scheme", *(title for _, title in ACCLAIM_COLUMNS)], rows) if rows else []
+
+
 HOST_CPU_COLUMNS = [
     ("host_cpu.busy", "host busy CPUs"),
     ("host_cpu.vcpus", "QEMU vCPU threads"),
@@ -1284,6 +1380,37 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
             *pmr,
             "",
         ]
+    if refaults := refault_table(s["schemes"]):
+        lines += [
+            "## Refaults, foreground and background",
+            "",
+            "The apps' own counters (each app's cgroup, app_memcg.csv, once a second), "
+            "split by whether the app was in front (from the start of its launch to the "
+            "next launch; an interval in which that changed split by the time in front): "
+            "pages refaulted (workingset_refault_anon and _file: evicted and read again), "
+            "major faults, and the apps' pages reclaim took (pgsteal). Acclaim's "
+            "foreground-aware eviction means to move them behind. Totals over the run, "
+            "summed over the apps, and the share of all refaults that hit apps behind.",
+            "",
+            *refaults,
+            "",
+        ]
+    if acclaim := acclaim_table(s["schemes"]):
+        lines += [
+            "## Acclaim",
+            "",
+            "On a kernel with Acclaim's series: the referenced background folios "
+            "reclaim left inactive instead of activating them (foreground-aware "
+            "eviction, vmstat acclaim_fae_kept_inactive; 0 where fae_enabled is 0), "
+            "and the goals its lightweight prediction gave kswapd "
+            "(`mm_vmscan_kswapd_lwp_goal`, one per kswapd round, only where "
+            "lwp_enabled is 1): how many, the goal's min, median and max against the "
+            "stock goal (medians over rounds), the demand ratio of the last two 100-ms "
+            "windows (previous / last, %), and the share of goals above the stock one.",
+            "",
+            *acclaim,
+            "",
+        ]
     if wb := writeback_table(s["schemes"]):
         lines += [
             "## Writeback",
@@ -1358,4 +1485,6 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
     lines += ["## Setup", "", *setup_lines(s), "", "## Plots", ""]
     for key, file in PLOT_FILES.items():
         lines += [f"![{key}](plots/{file})", "", PLOT_CAPTIONS[key], ""]
+    if any(e.get("lwp") for e in s["schemes"].values()):
+        lines += [f"![lwp goals](plots/{LWP_PLOT})", "", LWP_CAPTION, ""]
     return "\n".join(lines)

@@ -12,12 +12,15 @@ The write-size histogram is summed over runs. `reclaim_cpu_total` (the sum
 over thread families, per run) and `reclaim_cpu_us_per_page` (metrics.py) are
 added because the ratios need them.
 The nested per-run groups `switch_kinds`, `settled`, `lru_balance`,
-`swap_fate`, `pmr`, `writeback`, `bulk`, `kswapd_rounds`, `host_cpu` and
-`capacity` are summarised figure by figure
-("writeback.unmap_us_per_page.p50"); `writeback`, `bulk` and
-`kswapd_rounds` are null for a scheme none of whose runs has them (a kernel
-without PMR part 2, or without the kswapd_round tracepoint); `host_cpu` is
-absent when none has host_cpu.csv, `capacity` when none has spec.json.
+`swap_fate`, `pmr`, `writeback`, `bulk`, `kswapd_rounds`, `host_cpu`,
+`capacity`, `refaults` and `lwp` are summarised figure by figure
+("writeback.unmap_us_per_page.p50"); `writeback`, `bulk`,
+`kswapd_rounds`, `refaults` and `lwp` are null for a scheme none of whose
+runs has them (a kernel without PMR part 2, without the kswapd_round or
+the LWP tracepoint, or LWP off; a runtime without app_memcg.csv);
+`host_cpu` is absent when none has host_cpu.csv, `capacity` when none has
+spec.json. `fae_kept_inactive` (Acclaim's counter) is null on a kernel
+without it.
 
 `by_rep` lists a few figures of each repetition (`BY_REP`, rep number
 first): how it settled after lmkd's last kill (settled_state.py) decides much
@@ -80,6 +83,8 @@ NESTED = (
     "kswapd_rounds",
     "host_cpu",
     "capacity",
+    "refaults",
+    "lwp",
 )
 # the figures `by_rep` lists for each repetition of a scheme
 BY_REP = (
@@ -111,7 +116,7 @@ BY_REP = (
     "settled.lmkd.kill_reasons_without_victim",
 )
 # groups that every scheme with ok runs has, as an object or null
-OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds")
+OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds", "refaults", "lwp")
 
 
 @dataclass
@@ -161,6 +166,7 @@ def run_figures(m: RunMetrics) -> dict[FigPath, float | None]:
     fig[("reclaim_cpu_us_per_page",)] = m.reclaim_cpu_us_per_page
     fig[("swap_writes_per_anon_freed",)] = m.swap_writes_per_anon_freed
     fig[("anon_growth_peak_mbps",)] = m.anon_growth_peak_mbps
+    fig[("fae_kept_inactive",)] = m.fae_kept_inactive
     fig |= {("reclaim_cpu_s", t): s for t, s in (m.reclaim_cpu_s or {}).items()}
     fig[("swap_write_kb", "mean")] = m.swap_write_kb["mean"] if m.swap_write_kb else None
     fig |= {("response_by_app", app): v for app, v in m.response_by_app.items()}
