@@ -214,6 +214,10 @@ fn prepare(spec: &ReliabilitySpec) -> Result<Machine> {
         "stress-ng not found at {}: install it on the host (apt-get install stress-ng)",
         spec.stress_ng.path.display()
     );
+    setup::create_out_dir(&spec.out_dir)?;
+    let cgroups = Cgroups::setup(GROUP, &[])?;
+    // After the cgroups: a toggled knob may be a file of the workload's
+    // cgroup (Acclaim's memory.acclaim_bg on pmr/reliability).
     if let Some(t) = &spec.toggle {
         ensure!(
             t.path.exists(),
@@ -221,8 +225,6 @@ fn prepare(spec: &ReliabilitySpec) -> Result<Machine> {
             t.path.display()
         );
     }
-    setup::create_out_dir(&spec.out_dir)?;
-    let cgroups = Cgroups::setup(GROUP, &[])?;
     let stress_cgroup = cgroups.sibling(STRESS_CGROUP)?;
     cgroups.join_system()?;
     setup::protect_from_oom_killer()?;
