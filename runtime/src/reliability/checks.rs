@@ -277,9 +277,21 @@ impl Session<'_> {
         self.victims_check()
     }
 
-    /// After the knob is back at its first value: no page left on any
-    /// victim list (waiting up to VICTIM_WAIT for PMR to drain them).
+    /// After the knob is back at its first value, with PMR off: no page
+    /// left on any victim list (waiting up to VICTIM_WAIT for PMR to drain
+    /// them). With PMR on (a toggled knob other than PMR's own, e.g.
+    /// Acclaim's mark under `acclaim+pmr`), the lists are meant to stay.
     pub(crate) fn victims_check(&mut self) -> Result<()> {
+        if let Some(mode) = pmr_mode_on() {
+            self.figures.insert("nr_victim_after".into(), Value::Null);
+            self.checks.push(Check::skipped(
+                "victims_drained",
+                format!(
+                    "PMR is on (pmr/enabled {mode}) after the toggling: its victims stay listed"
+                ),
+            ));
+            return Ok(());
+        }
         let has_list = read_vmstat()?.nr_victim.is_some()
             || self.checkers.iter().filter(|c| c.exit.is_none()).any(|c| {
                 memcg_lifetime::memory_stat(&c.cgroup)
@@ -731,4 +743,14 @@ mod tests {
             "1 problems; first: mismatch: checker 1: page 7 pass 2: stale"
         );
     }
+}
+
+const PMR_ENABLED: &str = "/sys/kernel/mm/pmr/enabled";
+
+/// PMR's mode when it is on (`/sys/kernel/mm/pmr/enabled` not 0); None
+/// when it is off or the kernel has no PMR.
+fn pmr_mode_on() -> Option<String> {
+    let mode = std::fs::read_to_string(PMR_ENABLED).ok()?;
+    let mode = mode.trim();
+    (mode != "0").then(|| mode.to_string())
 }
