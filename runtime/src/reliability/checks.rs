@@ -694,6 +694,16 @@ fn processes_swap_kb() -> i64 {
         .sum()
 }
 
+const PMR_ENABLED: &str = "/sys/kernel/mm/pmr/enabled";
+
+/// PMR's mode when it is on (`/sys/kernel/mm/pmr/enabled` not 0); None
+/// when it is off or the kernel has no PMR.
+fn pmr_mode_on() -> Option<String> {
+    let mode = std::fs::read_to_string(PMR_ENABLED).ok()?;
+    let mode = mode.trim();
+    (mode != "0").then(|| mode.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -743,14 +753,4 @@ mod tests {
             "1 problems; first: mismatch: checker 1: page 7 pass 2: stale"
         );
     }
-}
-
-const PMR_ENABLED: &str = "/sys/kernel/mm/pmr/enabled";
-
-/// PMR's mode when it is on (`/sys/kernel/mm/pmr/enabled` not 0); None
-/// when it is off or the kernel has no PMR.
-fn pmr_mode_on() -> Option<String> {
-    let mode = std::fs::read_to_string(PMR_ENABLED).ok()?;
-    let mode = mode.trim();
-    (mode != "0").then(|| mode.to_string())
 }
