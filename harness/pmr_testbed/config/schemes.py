@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .. import paths, tomlfile
@@ -96,16 +97,20 @@ def load(name: str) -> Scheme:
     )
 
 
+def _refuse_unknown(table: dict, allowed: Sequence[str], what: str, where: str) -> None:
+    """UserError naming the first key of `table` that is not in `allowed`."""
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise UserError(
+            f"{where}: `{unknown[0]}` is not a setting of {what} (it takes {', '.join(allowed)})"
+        )
+
+
 def _background(table: object, where: str) -> dict:
     """The `[background]` table, checked, as spec.json takes it."""
     if not isinstance(table, dict):
         raise UserError(f"{where}: must be a table with `file` and `apps`")
-    unknown = sorted(set(table) - set(BACKGROUND_KEYS))
-    if unknown:
-        raise UserError(
-            f"{where}: `{unknown[0]}` is not a setting of [background] "
-            f"(it takes {', '.join(BACKGROUND_KEYS)})"
-        )
+    _refuse_unknown(table, BACKGROUND_KEYS, "[background]", where)
     file = require(table, "file", str, where)
     if not re.fullmatch(r"memory\.[a-z0-9_]+", file):
         raise UserError(
@@ -124,12 +129,7 @@ def _kthread(table: dict, where: str) -> dict:
     if policy not in POLICIES:
         raise UserError(f"{where}: policy {policy!r} must be one of {', '.join(POLICIES)}")
     allowed = {"comm", "policy", "cpus", "nice" if policy == "normal" else "priority"}
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise UserError(
-            f"{where}: `{unknown[0]}` is not a setting of a {policy} thread "
-            f"(it takes {', '.join(sorted(allowed))})"
-        )
+    _refuse_unknown(table, sorted(allowed), f"a {policy} thread", where)
     comm = require(table, "comm", str, where)
     if not re.fullmatch(r"[A-Za-z_][\w-]*[A-Za-z_-]", comm):
         raise UserError(
