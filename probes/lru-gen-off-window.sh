@@ -31,9 +31,7 @@ setup_probe 0
 [ -w /sys/kernel/mm/lru_gen/enabled ] || verdict 2 "no multi-gen LRU (CONFIG_LRU_GEN) in this kernel"
 echo y >/sys/kernel/mm/lru_gen/enabled
 mkdir "$cg/app"
-sh -c "echo \$\$ >$cg/app/cgroup.procs; exec python3 $lib/touch_app.py 256 $out/app" &
-app=$!
-wait_for 60 test -e "$out/app.addr" || verdict 2 "app did not write its 256 MB within 60 s"
+start_app 256
 log "multi-gen LRU $(cat /sys/kernel/mm/lru_gen/enabled); app anon $(memstat app anon)"
 
 if [ -d /sys/kernel/mm/pmr ]; then knob=/sys/kernel/mm/pmr/enabled; else knob=/proc/sys/vm/pmr_mode; fi

@@ -38,9 +38,7 @@ pmr_knob unmap_unit_kbytes 64
 mkdir "$cg/app"
 need_victims "$cg/app/memory.stat"
 need_keys /proc/vmstat pmr_victim_putback
-sh -c "echo \$\$ >$cg/app/cgroup.procs; exec python3 $lib/touch_app.py 160 $out/app" &
-app=$!
-wait_for 60 test -e "$out/app.addr" || verdict 2 "app did not write its 160 MB within 60 s"
+start_app 160
 
 load_until_victims app $((32 << 20)) $((24 << 20))
 [ "$victims" -ge $((24 << 20)) ] || verdict 2 "app never kept 24 MB of anon victims: nothing to tell"

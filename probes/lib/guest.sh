@@ -141,6 +141,18 @@ make_file() {
 	echo 3 >/proc/sys/vm/drop_caches
 }
 
+# start_app MEGABYTES: lib/touch_app.py in cgroup `app` (made already),
+# writing MEGABYTES of anon once, in the background; $app is its pid. Its
+# state files ($out/app.*) of an earlier run in the same directory go
+# first, so that the waits see this run's. An inconclusive verdict unless
+# it wrote them within 60 s.
+start_app() {
+	rm -f "$out"/app.*
+	sh -c "echo \$\$ >$cg/app/cgroup.procs; exec python3 $(dirname "$0")/lib/touch_app.py $1 $out/app" &
+	app=$!
+	wait_for 60 test -e "$out/app.addr" || verdict 2 "app did not write its $1 MB within 60 s"
+}
+
 # Anon memory from cgroup `load` for at most $1 seconds, $2 of it (a
 # stress-ng size: 85% of the memory there is, or e.g. 600m), at nice $3
 # (0 if not given), in the background: $load is stress-ng's pid;
