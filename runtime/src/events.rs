@@ -3,6 +3,7 @@
 //! at once so a crash loses nothing that happened before it.
 
 use crate::lmkd::decision::{KillReason, Level};
+use crate::spec::SkewAdvice;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -68,6 +69,22 @@ pub enum Event<'a> {
     AppDied {
         app: &'a str,
         pid: i32,
+    },
+    /// Skew rectification advised the anonymous pages `app` left unused
+    /// while in front (workload/unused_anon.rs), as it left the front.
+    SkewPageout {
+        app: &'a str,
+        /// Private anonymous pages in RAM marked idle as it came to the
+        /// front, summed over its processes.
+        marked_pages: u64,
+        /// Those pages still idle as it left.
+        idle_pages: u64,
+        /// What process_madvise advised, bytes.
+        advised_bytes: u64,
+        /// Wall time of the advice, from reading its pages to the last
+        /// process_madvise.
+        ms: f64,
+        advice: SkewAdvice,
     },
 }
 
@@ -178,6 +195,18 @@ mod tests {
         assert_eq!(
             to_line(6, &died),
             r#"{"t_ms":6,"type":"app_died","app":"firefox","pid":123}"#
+        );
+        let pageout = Event::SkewPageout {
+            app: "chrome",
+            marked_pages: 30000,
+            idle_pages: 12000,
+            advised_bytes: 49152000,
+            ms: 8.25,
+            advice: SkewAdvice::Pageout,
+        };
+        assert_eq!(
+            to_line(7, &pageout),
+            r#"{"t_ms":7,"type":"skew_pageout","app":"chrome","marked_pages":30000,"idle_pages":12000,"advised_bytes":49152000,"ms":8.25,"advice":"pageout"}"#
         );
     }
 

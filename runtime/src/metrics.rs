@@ -2,8 +2,10 @@
 //! vmstat.csv (/proc/vmstat, every key in file order), psi.csv
 //! (/proc/pressure/memory), meminfo.csv (free memory and swap from
 //! /proc/meminfo, kB), diskstat.csv (the swap device's
-//! /sys/block/<dev>/stat) and threads_cpu.csv (the reclaim threads' CPU
-//! seconds since the start, threads_cpu.rs). Rows are timed from the
+//! /sys/block/<dev>/stat), threads_cpu.csv (the reclaim threads' CPU
+//! seconds since the start, threads_cpu.rs) and, when a zram device is
+//! swapped on, zram.csv (its /sys/block/<zram>/mm_stat: data stored,
+//! compressed and memory used, bytes). Rows are timed from the
 //! workload start on a fixed schedule (no drift); files are flushed every
 //! second so a crash keeps what was sampled. Each app's memory.stat goes
 //! to app_memcg.csv at a slower cadence, from a thread of its own
@@ -13,7 +15,7 @@ pub mod app_memcg;
 
 use crate::control::{spawn_thread, Control};
 use crate::sys;
-use crate::sys::proc_files::{self, MemInfo, DISKSTAT_FIELDS};
+use crate::sys::proc_files::{self, MemInfo, ZramMmStat, DISKSTAT_FIELDS};
 use crate::sys::psi::{self, MemoryPressure};
 use crate::sys::threads_cpu::{self, ThreadTicks};
 use anyhow::{Context, Result};
@@ -33,6 +35,8 @@ struct Sampler {
     meminfo: BufWriter<File>,
     diskstat: BufWriter<File>,
     threads_cpu: BufWriter<File>,
+    /// The zram device swapped on and its zram.csv, if any.
+    zram: Option<(String, BufWriter<File>)>,
     vmstat_keys: Vec<String>,
     swap_dev: String,
     threads_at_start: ThreadTicks,
@@ -43,6 +47,7 @@ struct Sampler {
 pub fn spawn(
     out_dir: &Path,
     swap_dev: &str,
+    zram_dev: Option<&str>,
     threads_at_start: &ThreadTicks,
     interval: Duration,
     start: Instant,
@@ -60,6 +65,9 @@ pub fn spawn(
         meminfo: create("meminfo.csv")?,
         diskstat: create("diskstat.csv")?,
         threads_cpu: create("threads_cpu.csv")?,
+        zram: zram_dev
+            .map(|dev| Ok::<_, anyhow::Error>((dev.to_string(), create("zram.csv")?)))
+            .transpose()?,
         vmstat_keys: Vec::new(),
         swap_dev: swap_dev.to_string(),
         threads_at_start: threads_at_start.clone(),
@@ -75,6 +83,9 @@ pub fn spawn(
         "t_ms,mem_free_kb,mem_available_kb,swap_total_kb,swap_free_kb"
     )?;
     writeln!(sampler.diskstat, "t_ms,dev,{}", DISKSTAT_FIELDS.join(","))?;
+    if let Some((_, zram)) = &mut sampler.zram {
+        writeln!(zram, "t_ms,orig_data_bytes,compr_data_bytes,mem_used_bytes")?;
+    }
     writeln!(
         sampler.threads_cpu,
         "t_ms,{}",
@@ -127,6 +138,16 @@ impl Sampler {
             "{}",
             diskstat_row(t_ms, &self.swap_dev, &proc_files::parse_diskstat(&stat)?)
         )?;
+        if let Some((dev, out)) = &mut self.zram {
+            let path = format!("/sys/block/{dev}/mm_stat");
+            let text =
+                std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+            writeln!(
+                out,
+                "{}",
+                zram_row(t_ms, &proc_files::parse_zram_mm_stat(&text)?)
+            )?;
+        }
         let now = threads_cpu::reread(&self.threads_at_start);
         writeln!(
             self.threads_cpu,
@@ -151,6 +172,9 @@ impl Sampler {
             &mut self.threads_cpu,
         ] {
             f.flush().context("cannot write a metrics CSV")?;
+        }
+        if let Some((_, zram)) = &mut self.zram {
+            zram.flush().context("cannot write zram.csv")?;
         }
         Ok(())
     }
@@ -181,6 +205,10 @@ fn meminfo_row(t_ms: u64, m: &MemInfo) -> String {
         "{t_ms},{},{},{},{}",
         m.mem_free, m.mem_available, m.swap_total, m.swap_free
     )
+}
+
+fn zram_row(t_ms: u64, z: &ZramMmStat) -> String {
+    format!("{t_ms},{},{},{}", z.orig_data, z.compr_data, z.mem_used)
 }
 
 fn diskstat_row(t_ms: u64, dev: &str, fields: &[u64; 17]) -> String {
@@ -217,6 +245,12 @@ mod tests {
             ..MemInfo::default()
         };
         assert_eq!(meminfo_row(250, &m), "250,1,2,3,4");
+        let z = ZramMmStat {
+            orig_data: 8192,
+            compr_data: 1000,
+            mem_used: 4096,
+        };
+        assert_eq!(zram_row(260, &z), "260,8192,1000,4096");
         let mut f = [0u64; 17];
         f[4] = 9;
         let row = diskstat_row(300, "vdb", &f);

@@ -1,6 +1,7 @@
 //! `pmr-guest run`: setup, then the workload with its threads (lmkd, the
-//! metrics sampler, the child reaper) around the activity manager, then
-//! the result files.
+//! metrics sampler, the child reaper, and skew rectification's pageout
+//! worker and swappiness loop if the scheme has them) around the activity
+//! manager, then the result files.
 //!
 //! Exit status: 2 with one line `pmr-guest: error: ...` for anything that
 //! fails before the workload starts; after that, run.json is always
@@ -20,8 +21,10 @@ use crate::sys::threads_cpu::{self, ThreadTicks};
 use crate::sys::trace_events::TraceRecorder;
 use crate::sys::tracefs::{self, SwapWriteHist, SwapWriteHistFile};
 use crate::workload::activity_manager::{self, ActivityManager};
+use crate::workload::anon_file_balance;
 use crate::workload::app_files::DATA_MOUNT;
 use crate::workload::child_reaper;
+use crate::workload::unused_anon::{idle_bitmap, UnusedAnon};
 use crate::workload::zygote::Zygote;
 
 const TRACE_FILE: &str = "trace.txt";
@@ -104,6 +107,7 @@ struct Workload<'a> {
     hist: Result<SwapWriteHist, String>,
     trace: Option<TraceRecorder>,
     threads_at_start: ThreadTicks,
+    unused_anon: Option<UnusedAnon>,
 }
 
 impl<'a> Workload<'a> {
@@ -136,6 +140,7 @@ impl<'a> Workload<'a> {
         let sampler = metrics::spawn(
             &spec.out_dir,
             &phone.swap_dev,
+            phone.zram_dev.as_deref(),
             &threads_at_start,
             ms(spec.metrics.interval_ms),
             start,
@@ -150,7 +155,22 @@ impl<'a> Workload<'a> {
             control.clone(),
         )?;
         let (reaper, deaths) = child_reaper::spawn(registry.clone(), control.clone())?;
-        let threads = vec![lmkd.spawn()?, sampler, app_memcg, reaper];
+        let mut threads = vec![lmkd.spawn()?, sampler, app_memcg, reaper];
+        let skew = spec.scheme.skew.as_ref();
+        if let Some(balance) = skew.and_then(|s| s.balance.as_ref()) {
+            threads.push(anon_file_balance::spawn(
+                balance,
+                &spec.out_dir,
+                start,
+                control.clone(),
+            )?);
+        }
+        let unused_anon = skew
+            .map(|s| {
+                let bitmap = Path::new(idle_bitmap::PATH);
+                UnusedAnon::start(s, spec, bitmap, events.clone(), &control)
+            })
+            .transpose()?;
         Ok(Workload {
             spec,
             phone,
@@ -164,6 +184,7 @@ impl<'a> Workload<'a> {
             hist,
             trace,
             threads_at_start,
+            unused_anon,
         })
     }
 
@@ -178,6 +199,7 @@ impl<'a> Workload<'a> {
             control: self.control.clone(),
             deaths: self.deaths,
             deadline: self.start + Duration::from_secs_f64(spec.deadline_s),
+            unused_anon: self.unused_anon,
         });
         let mut result = std::panic::catch_unwind(AssertUnwindSafe(|| manager.run()))
             .unwrap_or_else(|_| {

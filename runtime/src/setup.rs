@@ -1,6 +1,6 @@
 //! Turning the fresh virtme-ng guest into the phone the spec describes,
-//! before the workload starts: checks, cgroups, memory sysctls, swap (disk
-//! and optional zram), the data disk with the apps' files (made on the
+//! before the workload starts: checks, cgroups, memory sysctls, swap (the
+//! disk, zram, or both with zram first), the data disk with the apps' files (made on the
 //! host, mounted read-only), the scheme's knobs, and finally an empty page
 //! cache. Every failure here is a setup error (exit 2) whose message says
 //! how to fix it.
@@ -16,6 +16,7 @@ use crate::sys::kthread_sched;
 use crate::sys::proc_files::{self, MemInfo};
 use crate::sys::psi;
 use crate::workload::app_files::{self, app_files, DATA_MOUNT};
+use crate::workload::unused_anon::idle_bitmap;
 use anyhow::{bail, ensure, Context, Result};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -39,6 +40,8 @@ pub struct Phone {
     pub swap_dev: String,
     /// (major, minor) of the swap disk.
     pub swap_dev_number: (u32, u32),
+    /// The zram device swapped on (`zram0`), if any.
+    pub zram_dev: Option<String>,
     pub cgroups: Cgroups,
     pub mem_total_kb: i64,
     pub swap_total_kb: i64,
@@ -51,6 +54,9 @@ pub fn prepare(spec: &Spec) -> Result<Phone> {
         "{} is missing: boot a kernel with CONFIG_PSI=y and without psi=0",
         psi::PSI_MEMORY
     );
+    if spec.scheme.skew.is_some() {
+        idle_bitmap::require()?;
+    }
     let swap_dev = require_disk("swap", &spec.swap.serial)?;
     let data_dev = require_disk("data", &spec.data_disk.serial)?;
     check_memory(read_meminfo()?.mem_available, spec)?;
@@ -63,7 +69,7 @@ pub fn prepare(spec: &Spec) -> Result<Phone> {
     // The kernel's OOM killer must pick apps, never the runtime.
     protect_from_oom_killer()?;
     apply_memory(&spec.memory)?;
-    setup_swap(&swap_dev, &spec.swap)?;
+    let zram_dev = setup_swap(&swap_dev, &spec.swap)?;
     mount_data_disk(&data_dev, spec)?;
     let knobs = apply_knobs(&spec.scheme.knobs)?;
     let kthreads = kthread_sched::apply(&spec.scheme.kthreads)?;
@@ -78,6 +84,7 @@ pub fn prepare(spec: &Spec) -> Result<Phone> {
         kthreads,
         swap_dev_number: dev_numbers(&swap_dev)?,
         swap_dev,
+        zram_dev,
         cgroups,
         mem_total_kb: mem.mem_total,
         swap_total_kb: mem.swap_total,
@@ -131,13 +138,16 @@ pub fn apply_memory(m: &Memory) -> Result<()> {
     write("/proc/sys/vm/swappiness", &m.swappiness.to_string())
 }
 
-/// mkswap and swapon the swap disk, then the optional zram device.
-pub fn setup_swap(swap_dev: &str, swap: &Swap) -> Result<()> {
-    setup_disk_swap(swap_dev)?;
-    if swap.zram_mb > 0.0 {
-        setup_zram(swap.zram_mb)?;
+/// mkswap and swapon the swap disk unless `swap.disk` is false, then the
+/// zram device if `swap.zram_mb` > 0: the zram device's name, if any.
+pub fn setup_swap(swap_dev: &str, swap: &Swap) -> Result<Option<String>> {
+    if swap.disk {
+        setup_disk_swap(swap_dev)?;
     }
-    Ok(())
+    if swap.zram_mb > 0.0 {
+        return setup_zram(swap.zram_mb).map(Some);
+    }
+    Ok(None)
 }
 
 pub fn kernel_release() -> Result<String> {
@@ -243,7 +253,9 @@ fn setup_disk_swap(dev: &str) -> Result<()> {
         .with_context(|| format!("swapon {node} failed (kernel without CONFIG_SWAP?)"))
 }
 
-fn setup_zram(mb: f64) -> Result<()> {
+/// Size the first zram device (hot-adding one if there is none), swap on
+/// it and name it.
+fn setup_zram(mb: f64) -> Result<String> {
     let name = if Path::new("/sys/block/zram0").exists() {
         "zram0".to_string()
     } else {
@@ -259,7 +271,9 @@ fn setup_zram(mb: f64) -> Result<()> {
         .with_context(|| format!("zram: cannot set disksize of {name}"))?;
     let node = format!("/dev/{name}");
     run_tool("mkswap", &["-f", &node])?;
-    sys::swapon(Path::new(&node), ZRAM_PRIORITY).with_context(|| format!("swapon {node} failed"))
+    sys::swapon(Path::new(&node), ZRAM_PRIORITY)
+        .with_context(|| format!("swapon {node} failed"))?;
+    Ok(name)
 }
 
 /// Mount the data disk read-only: the host made it (`pmr-guest app-files`,

@@ -59,6 +59,56 @@ pub struct Scheme {
     /// (workload/background_marks.rs); none if absent. `run` only.
     #[serde(default)]
     pub background: Option<BackgroundMarks>,
+    /// Skew rectification (workload/unused_anon.rs and
+    /// workload/anon_file_balance.rs); off if absent. `run` only.
+    #[serde(default)]
+    pub skew: Option<Skew>,
+}
+
+/// Skew rectification (TECS'23): at each switch the anonymous pages the
+/// app leaving the front did not touch while in front are advised out,
+/// and optionally a feedback loop moves swappiness between anonymous and
+/// file reclaim by their refaults.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Skew {
+    /// What the unused anonymous pages are advised with.
+    pub advice: SkewAdvice,
+    /// The swappiness feedback loop; off if absent.
+    #[serde(default)]
+    pub balance: Option<AnonFileBalance>,
+}
+
+/// The process_madvise advice for the pages an app left unused in front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SkewAdvice {
+    /// MADV_PAGEOUT: reclaim them now.
+    Pageout,
+    /// MADV_COLD: move them to the inactive list.
+    Cold,
+}
+
+/// The swappiness feedback loop: every period, lower swappiness by `step`
+/// when anonymous refaults show thrashing, else raise it by `step` when
+/// file refaults reach their threshold, within [min, max].
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnonFileBalance {
+    /// The period, ms (>= 100).
+    pub period_ms: f64,
+    /// How much swappiness moves in one period, 1..=100.
+    pub step: u32,
+    /// The lowest swappiness the loop sets.
+    pub min: u32,
+    /// The highest swappiness the loop sets, <= 200.
+    pub max: u32,
+    /// Anonymous refaults in one period, % of the anonymous LRU pages,
+    /// above which anonymous memory thrashes.
+    pub thrash_anon_pct: f64,
+    /// File refaults in one period, % of the file LRU pages, from which
+    /// file reclaim is too much.
+    pub file_refault_pct: f64,
 }
 
 /// Which app cgroups get `1` (background) or `0` written into a cgroup
@@ -132,6 +182,43 @@ impl Scheme {
         if let Some(b) = &self.background {
             b.validate()?;
         }
+        if let Some(balance) = self.skew.as_ref().and_then(|s| s.balance.as_ref()) {
+            balance.validate()?;
+        }
+        Ok(())
+    }
+}
+
+impl AnonFileBalance {
+    /// The least period: /proc/vmstat deltas over less are mostly noise.
+    pub const MIN_PERIOD_MS: f64 = 100.0;
+    /// The highest swappiness the kernel accepts.
+    pub const MAX_SWAPPINESS: u32 = 200;
+
+    pub fn validate(&self) -> Result<()> {
+        ensure!(
+            self.period_ms.is_finite() && self.period_ms >= Self::MIN_PERIOD_MS,
+            "scheme.skew.balance.period_ms must be >= {}",
+            Self::MIN_PERIOD_MS
+        );
+        ensure!(
+            (1..=100).contains(&self.step),
+            "scheme.skew.balance.step must be 1..=100"
+        );
+        ensure!(
+            self.min <= self.max && self.max <= Self::MAX_SWAPPINESS,
+            "scheme.skew.balance needs min <= max <= {}",
+            Self::MAX_SWAPPINESS
+        );
+        for (name, v) in [
+            ("thrash_anon_pct", self.thrash_anon_pct),
+            ("file_refault_pct", self.file_refault_pct),
+        ] {
+            ensure!(
+                v.is_finite() && v > 0.0,
+                "scheme.skew.balance.{name} must be > 0"
+            );
+        }
         Ok(())
     }
 }
@@ -164,6 +251,10 @@ impl Swap {
     pub fn validate(&self) -> Result<()> {
         ensure!(!self.serial.is_empty(), "swap.serial is empty");
         ensure!(non_negative(self.zram_mb), "swap.zram_mb must be >= 0");
+        ensure!(
+            self.disk || self.zram_mb > 0.0,
+            "swap.disk is false and swap.zram_mb is 0: without disk swap, zram_mb must be > 0"
+        );
         Ok(())
     }
 }
@@ -212,8 +303,14 @@ pub struct Memory {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Swap {
+    /// The serial of the swap disk, which must be attached even when it
+    /// is not swapped on.
     pub serial: String,
+    /// The zram device swapped on at a higher priority than the disk;
+    /// none if 0.
     pub zram_mb: f64,
+    /// The swap disk is swapped on; if false only zram is.
+    pub disk: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -718,6 +815,92 @@ mod tests {
                 err.contains("scheme.background.file") && err.contains("\"memory.\""),
                 "{file:?}: {err}"
             );
+        }
+    }
+
+    #[test]
+    fn swap_may_be_zram_only() {
+        assert!(Spec::parse(FIXTURE).unwrap().swap.disk);
+        let mut v = fixture_value();
+        v["swap"]["disk"] = false.into();
+        v["swap"]["zram_mb"] = 341.3.into();
+        let swap = parse_value(&v).unwrap().swap;
+        assert_eq!((swap.disk, swap.zram_mb), (false, 341.3));
+        v["swap"]["zram_mb"] = 0.into();
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("zram_mb must be > 0"), "{err}");
+        v["swap"].as_object_mut().unwrap().remove("disk");
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("missing field `disk`"), "{err}");
+    }
+
+    fn balance() -> serde_json::Value {
+        serde_json::json!({"period_ms": 1000, "step": 10, "min": 100, "max": 200,
+                           "thrash_anon_pct": 0.5, "file_refault_pct": 0.1})
+    }
+
+    #[test]
+    fn skew_is_optional_and_parsed() {
+        assert!(Spec::parse(FIXTURE).unwrap().scheme.skew.is_none());
+        let mut v = fixture_value();
+        v["scheme"]["skew"] = serde_json::json!({"advice": "cold"});
+        let skew = parse_value(&v).unwrap().scheme.skew.unwrap();
+        assert_eq!(skew.advice, SkewAdvice::Cold);
+        assert!(skew.balance.is_none());
+        v["scheme"]["skew"] = serde_json::json!({"advice": "pageout", "balance": balance()});
+        let skew = parse_value(&v).unwrap().scheme.skew.unwrap();
+        assert_eq!(skew.advice, SkewAdvice::Pageout);
+        let b = skew.balance.unwrap();
+        assert_eq!((b.period_ms, b.step, b.min, b.max), (1000.0, 10, 100, 200));
+        assert_eq!((b.thrash_anon_pct, b.file_refault_pct), (0.5, 0.1));
+        v["scheme"]["skew"] = serde_json::json!({"advice": "cold", "balance": null});
+        assert!(parse_value(&v)
+            .unwrap()
+            .scheme
+            .skew
+            .unwrap()
+            .balance
+            .is_none());
+        v["scheme"]["skew"] = serde_json::Value::Null;
+        assert!(parse_value(&v).unwrap().scheme.skew.is_none());
+    }
+
+    #[test]
+    fn skew_refuses_unknown_advice_fields_and_bad_balances() {
+        let mut v = fixture_value();
+        v["scheme"]["skew"] = serde_json::json!({"advice": "free"});
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("unknown variant `free`"), "{err}");
+        v["scheme"]["skew"] = serde_json::json!({"advice": "cold", "period_ms": 1000});
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("unknown field `period_ms`"), "{err}");
+        let mut b = balance();
+        b["target"] = 1.into();
+        v["scheme"]["skew"] = serde_json::json!({"advice": "cold", "balance": b});
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("unknown field `target`"), "{err}");
+        for (field, value, needle) in [
+            (
+                "period_ms",
+                serde_json::json!(99),
+                "period_ms must be >= 100",
+            ),
+            ("step", 0.into(), "step must be 1..=100"),
+            ("step", 101.into(), "step must be 1..=100"),
+            ("min", 201.into(), "min <= max <= 200"),
+            ("max", 201.into(), "min <= max <= 200"),
+            ("thrash_anon_pct", 0.into(), "thrash_anon_pct must be > 0"),
+            (
+                "file_refault_pct",
+                (-1.0).into(),
+                "file_refault_pct must be > 0",
+            ),
+        ] {
+            let mut b = balance();
+            b[field] = value;
+            v["scheme"]["skew"] = serde_json::json!({"advice": "cold", "balance": b});
+            let err = format!("{:#}", parse_value(&v).unwrap_err());
+            assert!(err.contains(needle), "{field}: {err}");
         }
     }
 

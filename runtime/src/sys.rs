@@ -1,6 +1,6 @@
 //! Thin safe wrappers over the Linux system calls the runtime needs and std
-//! does not offer: pidfds, process_mrelease, poll, mlockall, mount, swapon,
-//! waitpid, scheduling. Its modules are the runtime's other ways into the
+//! does not offer: pidfds, process_mrelease, process_madvise, poll,
+//! mlockall, mount, swapon, waitpid, scheduling. Its modules are the runtime's other ways into the
 //! kernel: cgroups and their memory.stat, /proc and /sys parsers, PSI,
 //! tracefs, kernel-thread scheduling and CPU time.
 
@@ -57,6 +57,40 @@ pub fn process_mrelease(pidfd: BorrowedFd<'_>) -> Result<()> {
     // SAFETY: plain syscall on a valid pidfd.
     check(unsafe { libc::syscall(libc::SYS_process_mrelease, pidfd.as_raw_fd(), 0) })?;
     Ok(())
+}
+
+/// The most iovecs one process_madvise call takes (UIO_MAXIOV).
+pub const MAX_IOVECS: usize = 1024;
+
+/// process_madvise(2): give `advice` for `ranges` (byte addresses) of the
+/// process behind `pidfd`, at most `MAX_IOVECS` of them. The bytes
+/// advised: those of the leading ranges advised in full, so a range that
+/// failed is the one after them.
+pub fn process_madvise(
+    pidfd: BorrowedFd<'_>,
+    ranges: &[std::ops::Range<u64>],
+    advice: i32,
+) -> Result<u64> {
+    let iovecs: Vec<libc::iovec> = ranges
+        .iter()
+        .map(|r| libc::iovec {
+            iov_base: r.start as *mut libc::c_void,
+            iov_len: (r.end - r.start) as usize,
+        })
+        .collect();
+    // SAFETY: the iovecs are valid for the call; they describe addresses
+    // of the other process and are never dereferenced here.
+    let advised = check(unsafe {
+        libc::syscall(
+            libc::SYS_process_madvise,
+            pidfd.as_raw_fd(),
+            iovecs.as_ptr(),
+            iovecs.len(),
+            advice,
+            0,
+        )
+    })?;
+    Ok(advised as u64)
 }
 
 /// poll(2) that retries on EINTR; the timeout is rounded up to whole

@@ -11,8 +11,10 @@ use pmr_guest::events::EventLog;
 use pmr_guest::lmkd::proc_registry::{Entry, ProcRegistry};
 use pmr_guest::workload::activity_manager::{ActivityManager, Resources};
 use pmr_guest::workload::child_reaper;
+use pmr_guest::workload::unused_anon::UnusedAnon;
 use serde_json::Value;
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +31,17 @@ fn run(
     deadline: Duration,
     meddle: impl FnOnce(&ProcRegistry, &Control) + Send,
 ) -> Outcome {
+    run_with_bitmap(s, deadline, meddle, None)
+}
+
+/// `run`, with skew's pageout using `idle_bitmap` for the page_idle
+/// bitmap if the spec has `scheme.skew`.
+fn run_with_bitmap(
+    s: &Scratch,
+    deadline: Duration,
+    meddle: impl FnOnce(&ProcRegistry, &Control) + Send,
+    idle_bitmap: Option<&Path>,
+) -> Outcome {
     let apps_cgroup = s.dir.join("apps");
     for app in &s.spec.apps {
         std::fs::create_dir_all(apps_cgroup.join(&app.name)).unwrap();
@@ -41,6 +54,10 @@ fn run(
     let (reaper, deaths) = child_reaper::spawn(registry.clone(), control.clone()).unwrap();
     let (result, snapshot) = std::thread::scope(|scope| {
         scope.spawn(|| meddle(&registry, &control));
+        let unused_anon = s.spec.scheme.skew.as_ref().map(|skew| {
+            let bitmap = idle_bitmap.expect("a stand-in page_idle bitmap");
+            UnusedAnon::start(skew, &s.spec, bitmap, events.clone(), &control).unwrap()
+        });
         let mut manager = ActivityManager::new(Resources {
             spec: &s.spec,
             zygote: s.zygote(),
@@ -50,6 +67,7 @@ fn run(
             control: control.clone(),
             deaths,
             deadline: Instant::now() + deadline,
+            unused_anon,
         });
         let result = manager.run();
         let snapshot = registry.snapshot();
@@ -125,6 +143,7 @@ fn activity_manager_runs_scenarios() {
     deaths_are_logged_and_dead_apps_relaunch_cold();
     background_apps_in_use_come_to_the_front();
     background_marks_follow_the_front_app();
+    skew_advises_apps_that_leave_the_front_after_a_hot_launch();
     deadline_fails_the_run();
 }
 
@@ -303,6 +322,41 @@ fn background_marks_follow_the_front_app() {
             "1"
         };
         assert_eq!(mark, expected, "{app}: {marks:?}, in front {front:?}");
+    }
+}
+
+/// A regular file stands in for the page_idle bitmap: what is marked
+/// reads back as idle. Only root sees the PFNs of the apps' pages.
+fn skew_advises_apps_that_leave_the_front_after_a_hot_launch() {
+    let s = Scratch::new("am-skew", |v| {
+        fast_scenario(v);
+        v["scheme"]["skew"] = serde_json::json!({"advice": "cold"});
+    });
+    let bitmap = s.dir.join("page_idle_bitmap");
+    std::fs::write(&bitmap, "").unwrap();
+    let out = run_with_bitmap(&s, Duration::from_secs(60), |_, _| {}, Some(&bitmap));
+    out.result.unwrap();
+    let switches = of_type(&out.events, "switch");
+    let kinds: Vec<&str> = switches
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["cold", "cold", "hot", "hot"]);
+    // Apps launched cold are never marked; the last app stays in front.
+    let pageouts = of_type(&out.events, "skew_pageout");
+    assert_eq!(pageouts.len(), 1, "{pageouts:?}");
+    let p = pageouts[0];
+    assert_eq!(
+        (&p["app"], &p["advice"]),
+        (&switches[2]["app"], &"cold".into())
+    );
+    assert!(p["ms"].as_f64().unwrap() >= 0.0);
+    let pages = |key: &str| p[key].as_u64().unwrap();
+    assert!(pages("advised_bytes") <= pages("idle_pages") * 4096, "{p}");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(pages("marked_pages") > 0, "{p}");
+        assert!(std::fs::metadata(&bitmap).unwrap().len() > 0);
     }
 }
 

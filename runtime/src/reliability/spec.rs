@@ -83,6 +83,11 @@ impl ReliabilitySpec {
             "scheme.background is for `pmr-guest run` only: the reliability check has no apps \
              to mark as background"
         );
+        ensure!(
+            self.scheme.skew.is_none(),
+            "scheme.skew is for `pmr-guest run` only: the reliability check has no apps to \
+             switch between"
+        );
         self.scheme.validate()?;
         self.memory.validate()?;
         self.swap.validate()?;
@@ -126,7 +131,7 @@ mod tests {
         "scheme": {"name": "original", "policies": [],
                    "knobs": [{"path": "/sys/kernel/mm/lru_gen/enabled", "value": "n"}]},
         "memory": {"watermark_scale_factor": 130, "min_free_kbytes": 4740, "swappiness": 100},
-        "swap": {"serial": "pmrswap", "zram_mb": 0},
+        "swap": {"serial": "pmrswap", "zram_mb": 0, "disk": true},
         "swap_factor": 4,
         "checker": {"processes": 4, "ram_ratio": 1.5, "seed": 1},
         "stress_ng": {"path": "/usr/bin/stress-ng", "workers": 2, "ram_ratio": 0.7},
@@ -172,6 +177,21 @@ mod tests {
             r#""policies": [],"#,
             r#""policies": [], "background": null,"#,
         );
+        assert!(ReliabilitySpec::parse(&unset).is_ok());
+    }
+
+    #[test]
+    fn refuses_skew() {
+        let skewed = SPEC.replace(
+            r#""policies": [],"#,
+            r#""policies": [], "skew": {"advice": "pageout"},"#,
+        );
+        let err = format!("{:#}", ReliabilitySpec::parse(&skewed).unwrap_err());
+        assert!(
+            err.contains("scheme.skew is for `pmr-guest run` only"),
+            "{err}"
+        );
+        let unset = SPEC.replace(r#""policies": [],"#, r#""policies": [], "skew": null,"#);
         assert!(ReliabilitySpec::parse(&unset).is_ok());
     }
 

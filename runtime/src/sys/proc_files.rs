@@ -1,6 +1,6 @@
 //! Parsers for the kernel's text files under /proc and /sys that the
-//! runtime reads: meminfo, vmstat, zoneinfo, block device stat, and a
-//! process's stat, status and statm. Pure functions over the file text so
+//! runtime reads: meminfo, vmstat, zoneinfo, block device stat, zram's
+//! mm_stat, and a process's stat, status and statm. Pure functions over the file text so
 //! they can be tested with synthetic input.
 
 use anyhow::{bail, Context, Result};
@@ -154,6 +154,34 @@ pub const DISKSTAT_FIELDS: [&str; 17] = [
     "flush_ticks",
 ];
 
+/// The first fields of a zram device's /sys/block/<dev>/mm_stat, bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ZramMmStat {
+    /// Data stored, uncompressed.
+    pub orig_data: u64,
+    /// Data stored, compressed.
+    pub compr_data: u64,
+    /// Memory the device uses, its allocator's overhead included.
+    pub mem_used: u64,
+}
+
+pub fn parse_zram_mm_stat(text: &str) -> Result<ZramMmStat> {
+    let fields: Vec<u64> = text
+        .split_whitespace()
+        .take(3)
+        .map(str::parse)
+        .collect::<std::result::Result<_, _>>()
+        .with_context(|| format!("bad zram mm_stat {text:?}"))?;
+    let [orig_data, compr_data, mem_used] = fields[..] else {
+        bail!("bad zram mm_stat {text:?}: fewer than 3 fields");
+    };
+    Ok(ZramMmStat {
+        orig_data,
+        compr_data,
+        mem_used,
+    })
+}
+
 pub fn parse_diskstat(text: &str) -> Result<[u64; 17]> {
     let values: Vec<u64> = text
         .split_whitespace()
@@ -304,6 +332,24 @@ Node 0, zone   Normal
         );
         assert_eq!(m.cma_free, 0);
         assert!(parse_meminfo("MemTotal: 1 kB\n").is_err());
+    }
+
+    #[test]
+    fn zram_mm_stat_gives_its_first_three_fields() {
+        let text =
+            "  6217728  1520478  1810432        0  1810432      318        0        0        0\n";
+        assert_eq!(
+            parse_zram_mm_stat(text).unwrap(),
+            ZramMmStat {
+                orig_data: 6217728,
+                compr_data: 1520478,
+                mem_used: 1810432
+            }
+        );
+        assert_eq!(parse_zram_mm_stat("1 2 3").unwrap().mem_used, 3);
+        assert!(parse_zram_mm_stat("1 2").is_err());
+        assert!(parse_zram_mm_stat("1 x 3 4").is_err());
+        assert!(parse_zram_mm_stat("").is_err());
     }
 
     #[test]

@@ -17,6 +17,11 @@
 //! just before the adjs are written; a cold launch writes its app's mark
 //! again once its processes are in their cgroup.
 //!
+//! With `scheme.skew`, every change of the front app is also told to skew
+//! rectification's pageout (unused_anon.rs), which marks the anonymous
+//! pages of the app coming to the front and advises those the app leaving
+//! it did not touch, on a thread of its own.
+//!
 //! Deaths come from the child reaper. An app is gone when any of its
 //! processes dies: the manager kills the rest, and the next switch to it
 //! is a cold launch. A process that ends other than by SIGKILL (an app
@@ -34,6 +39,7 @@ use crate::workload::child_reaper::Death;
 use crate::workload::oom_adj::{oom_adjs, Recency};
 use crate::workload::protocol::{Command, Costs};
 use crate::workload::switch_plan;
+use crate::workload::unused_anon::UnusedAnon;
 use crate::workload::zygote::Zygote;
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
@@ -58,6 +64,8 @@ pub struct Resources<'a> {
     pub control: Arc<Control>,
     pub deaths: Receiver<Death>,
     pub deadline: Instant,
+    /// Skew rectification's pageout, if the scheme has it.
+    pub unused_anon: Option<UnusedAnon>,
 }
 
 pub struct ActivityManager<'a> {
@@ -74,16 +82,18 @@ pub struct ActivityManager<'a> {
     launch_cost: Costs,
     /// Acclaim's background marks, if the scheme has them.
     marks: Option<Marks>,
+    /// Skew rectification's pageout, if the scheme has it.
+    unused_anon: Option<UnusedAnon>,
 }
 
 /// Milliseconds to the microsecond: a hot launch of a small app in a test
 /// can take less than 0.1 ms, which must not read as 0.
-fn millis(d: Duration) -> f64 {
+pub(crate) fn millis(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
 impl<'a> ActivityManager<'a> {
-    pub fn new(ctx: Resources<'a>) -> ActivityManager<'a> {
+    pub fn new(mut ctx: Resources<'a>) -> ActivityManager<'a> {
         let apps = ctx.spec.apps.iter().map(|_| Vec::new()).collect();
         let marks = ctx
             .spec
@@ -91,9 +101,11 @@ impl<'a> ActivityManager<'a> {
             .background
             .as_ref()
             .map(|b| Marks::new(b, ctx.spec, &ctx.apps_cgroup));
+        let unused_anon = ctx.unused_anon.take();
         ActivityManager {
             ctx,
             marks,
+            unused_anon,
             apps,
             owner: HashMap::new(),
             lru: Vec::new(),
@@ -116,7 +128,7 @@ impl<'a> ActivityManager<'a> {
             self.cold_launch(app)?;
             let response_ms = millis(start.elapsed());
             let cost = self.take_launch_cost();
-            self.current = None;
+            self.set_front(None);
             self.update_adjs()?;
             self.log(&Event::Launch {
                 app: name,
@@ -175,7 +187,8 @@ impl<'a> ActivityManager<'a> {
         Ok((kind, response_ms, cost))
     }
 
-    /// Kill every app process and the zygote (end of the run).
+    /// Kill every app process and the zygote, then end the pageout
+    /// worker (end of the run).
     pub fn shutdown(&mut self) {
         self.ctx.zygote.stop();
         for procs in &mut self.apps {
@@ -183,6 +196,9 @@ impl<'a> ActivityManager<'a> {
                 // Already gone is fine.
                 let _ = sys::kill(p.pid);
             }
+        }
+        if let Some(unused_anon) = self.unused_anon.take() {
+            unused_anon.stop();
         }
     }
 
@@ -204,10 +220,19 @@ impl<'a> ActivityManager<'a> {
     }
 
     fn bring_to_front(&mut self, app: usize) -> Result<()> {
-        self.current = Some(app);
+        self.set_front(Some(app));
         self.lru.retain(|&a| a != app);
         self.lru.insert(0, app);
         self.update_adjs()
+    }
+
+    /// Make `front` the app in front (None: none is) and tell the pageout.
+    fn set_front(&mut self, front: Option<usize>) {
+        let from = std::mem::replace(&mut self.current, front);
+        if let Some(unused_anon) = &mut self.unused_anon {
+            let apps = &self.apps;
+            unused_anon.front_changed(from, front, |app| apps[app].iter().map(|p| p.pid).collect());
+        }
     }
 
     /// Hot launch if alive and it survives, else cold.
@@ -230,6 +255,9 @@ impl<'a> ActivityManager<'a> {
             self.launch_cost.clear();
             if let Some(marks) = &mut self.marks {
                 marks.launched_cold(app);
+            }
+            if let Some(unused_anon) = &mut self.unused_anon {
+                unused_anon.launched_cold(app);
             }
             let cgroup = self.ctx.apps_cgroup.join(&a.name);
             for index in 0..a.processes {
