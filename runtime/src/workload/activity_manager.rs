@@ -182,6 +182,11 @@ impl<'a> ActivityManager<'a> {
         let kind = self.launch(app)?;
         let response_ms = millis(start.elapsed());
         let cost = self.take_launch_cost();
+        if kind == LaunchKind::Cold {
+            if let Some(unused_anon) = &mut self.unused_anon {
+                unused_anon.cold_launch_done(app, self.apps[app].iter().map(|p| p.pid).collect());
+            }
+        }
         // A death right after the launch is handled like any other.
         self.command(app, Command::Fg)?;
         Ok((kind, response_ms, cost))

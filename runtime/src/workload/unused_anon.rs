@@ -7,9 +7,11 @@
 //! when an app comes to the front, the private anonymous pages in RAM of
 //! its processes (maps.rs, pagemap.rs) are marked idle; when it leaves,
 //! those still idle were not touched in between and are advised
-//! (pageout.rs). Apps of class `persistent` are left alone, and an app not
-//! marked since its last cold launch is not advised: a cold launch comes
-//! to the front with no processes to mark, so only apps launched hot are.
+//! (pageout.rs). Apps of class `persistent` are left alone. A cold launch
+//! comes to the front with no processes to mark: its app is marked once
+//! the launch is done, so that what it allocated at start-up and left
+//! unused in front is advised too; an app not marked since its last cold
+//! launch (it died in the launch) is not advised.
 //!
 //! The work is done by a worker thread (worker.rs), so that the switch
 //! being measured is not delayed by it; at a switch the mark of the app
@@ -96,6 +98,13 @@ impl UnusedAnon {
         self.fronts.launched_cold(app);
     }
 
+    /// `app`, in front, has finished a cold launch with processes `pids`.
+    pub fn cold_launch_done(&mut self, app: usize, pids: Vec<i32>) {
+        if let Some(job) = self.fronts.cold_launch_done(app, pids) {
+            let _ = self.jobs.send(job);
+        }
+    }
+
     /// Let the worker finish the jobs queued and end it.
     pub fn stop(self) {
         drop(self.jobs);
@@ -154,6 +163,15 @@ impl Fronts {
 
     fn launched_cold(&mut self, app: usize) {
         self.marked[app] = false;
+    }
+
+    /// The mark of `app` once its cold launch in front is done.
+    fn cold_launch_done(&mut self, app: usize, pids: Vec<i32>) -> Option<Job> {
+        if self.ignored[app] || pids.is_empty() {
+            return None;
+        }
+        self.marked[app] = true;
+        Some(Job::Mark { app, pids })
     }
 }
 
@@ -228,7 +246,28 @@ mod tests {
     }
 
     #[test]
-    fn apps_launched_cold_are_not_advised() {
+    fn a_cold_launch_is_marked_when_done_and_advised_as_it_leaves() {
+        let mut f = fronts();
+        let none = |_| Vec::new();
+        assert!(f.changed(None, Some(CHROME), none).is_empty());
+        f.launched_cold(CHROME);
+        assert_eq!(
+            f.cold_launch_done(CHROME, alive(CHROME)),
+            Some(mark(CHROME))
+        );
+        assert_eq!(
+            f.changed(Some(CHROME), Some(FIREFOX), alive),
+            vec![mark(FIREFOX), advise(CHROME)]
+        );
+        // persistent apps and launches that left no process are not marked
+        assert_eq!(f.cold_launch_done(YOUTUBE, alive(YOUTUBE)), None);
+        f.launched_cold(FIREFOX);
+        assert_eq!(f.cold_launch_done(FIREFOX, Vec::new()), None);
+        assert!(f.changed(Some(FIREFOX), None, alive).is_empty());
+    }
+
+    #[test]
+    fn apps_launched_cold_are_not_advised_until_the_launch_is_done() {
         let mut f = fronts();
         // comes to the front dead, then launched cold
         let none = |_| Vec::new();
