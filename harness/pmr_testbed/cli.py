@@ -269,7 +269,7 @@ def paper(
     thorough: bool = typer.Option(
         False,
         "--thorough",
-        help="~9.5 h: every campaign at --reps, every sweep point, both profiles",
+        help="~10 h: every campaign at --reps, every sweep point, both profiles",
     ),
     reps: int = typer.Option(
         None,

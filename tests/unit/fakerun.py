@@ -206,6 +206,7 @@ def write_run(
     swap_free_kb: list[int] | None = None,
     lmkd_rows: list[str] | None = None,
     app_memcg_rows: list[str] | None = None,
+    extra_events: list[dict] | None = None,
     omit: tuple[str, ...] = (),
 ) -> Path:
     """Write a run directory. `write_sectors` is the cumulative counter per sample
@@ -218,7 +219,8 @@ def write_run(
     (default: 200 MB free throughout). `lmkd_rows` are lmkd.csv's rows (see
     lmkd_row; default: one quiet wakeup). `app_memcg_rows` are app_memcg.csv's
     rows (see app_memcg_row; without them no app_memcg.csv is written, as by a
-    runtime before it). Files named in `omit` are not written."""
+    runtime before it). `extra_events` go into events.jsonl after the
+    switches and kills. Files named in `omit` are not written."""
     run_dir.mkdir(parents=True, exist_ok=True)
     switches = (
         switches
@@ -247,7 +249,7 @@ def write_run(
         "kills": len(kills),
     }
     (run_dir / "run.json").write_text(json.dumps(run))
-    _write_events(run_dir / "events.jsonl", switches, kills, sample_t_ms[-1])
+    _write_events(run_dir / "events.jsonl", switches, kills, sample_t_ms[-1], extra_events or [])
     _write_vmstat(
         run_dir / "vmstat.csv",
         sample_t_ms,
@@ -277,7 +279,9 @@ def write_run(
     return run_dir
 
 
-def _write_events(path: Path, switches: list[dict], kills: list[dict], end_ms: int) -> None:
+def _write_events(
+    path: Path, switches: list[dict], kills: list[dict], end_ms: int, extra: list[dict]
+) -> None:
     events = [
         {"t_ms": 0, "type": "phase", "phase": "background_launch"},
         {
@@ -294,6 +298,7 @@ def _write_events(path: Path, switches: list[dict], kills: list[dict], end_ms: i
     ]
     for k in kills:
         events += [k, {"t_ms": k["t_ms"] + 5, "type": "app_died", "app": k["app"], "pid": k["pid"]}]
+    events += extra
     events.append({"t_ms": end_ms, "type": "phase", "phase": "done"})
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
 
@@ -474,10 +479,12 @@ def write_campaign(
     rounds: int = 2,
     swap_bandwidth: dict | None = None,
     wall_s: float | None = None,
+    swap: str = "flash",
 ) -> Path:
     """campaign.json; each of `runs` is {scheme, rep, status[, error]}; dir is derived;
     `swap_bandwidth` is the fio measurement (swap_bandwidth.py) and `wall_s` the
-    time the campaign took, each absent if None."""
+    time the campaign took, each absent if None; `swap` the profile's swap
+    medium (guest.swap, absent for flash)."""
     entries = [
         {
             "scheme": r["scheme"],
@@ -502,7 +509,12 @@ def write_campaign(
             "swap_iops_write": 20000,
             "data_bps_read": 800 * 2**20,
         },
-        "guest": {"ram_mb": 2048, "cpus": 4, "scale": 0.25},
+        "guest": {
+            "ram_mb": 2048,
+            "cpus": 4,
+            "scale": 0.25,
+            **({} if swap == "flash" else {"swap": swap}),
+        },
         "kernel": {
             "version": "6.1.192",
             "series": ["0001-mm-pmr-victim-list.patch"],

@@ -97,6 +97,7 @@ def test_full_plan_runs_the_headline_schemes(tmp_path, monkeypatch):
         "acclaim-static",
         "ice",
         "kswapd-threads",
+        "skew",
     )
     # the headline ratios get their repetitions, the figures beside them one
     assert p.reps == by_name["main"].reps == 3

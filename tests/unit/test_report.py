@@ -20,6 +20,7 @@ from fakerun import (
 )
 from pmr_testbed.report import campaign_report
 from pmr_testbed.report.campaign_report import (
+    ANON_FILE_PLOT,
     PLOT_FILES,
     bucketed,
     ecdf,
@@ -158,8 +159,12 @@ def test_report_without_failures_or_baseline_data(tmp_path):
     md = write_report(results).read_text()
     assert "No comparison" in md
     assert "original: no ok runs (2 failed)" in md
-    # every fixed plot, and no sweep plot: these schemes are not one knob's values
-    assert {p.name for p in (results / "plots").glob("*.png")} == set(PLOT_FILES.values())
+    # every fixed plot, the anon:file ratio (vmstat.csv has the LRU sizes), and no
+    # sweep plot: these schemes are not one knob's values
+    assert {p.name for p in (results / "plots").glob("*.png")} == {
+        *PLOT_FILES.values(),
+        ANON_FILE_PLOT,
+    }
 
 
 def test_host_cpu_table_only_for_runs_that_sampled_it(tmp_path):

@@ -22,6 +22,9 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   mean_launch_cost()), empty for a runtime that measured none.
 - reclaim throughput: the swap device's write throughput (the paper's
   definition, §2.2.2), from `write_sectors` (512-byte units) in diskstat.csv.
+  On a profile that swaps to zram (spec.json `swap.disk` false) it is the
+  zram device's writes where diskstat.csv samples a zram device, else not
+  applicable (no figures, and diskstat.csv need not be there).
   The cumulative counter is linearly interpolated at whole seconds of
   workload time and differenced, giving MB/s for every full 1-s window the
   samples cover. `reclaim_mbps.peak` is the largest window;
@@ -100,6 +103,17 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
 - `fae_kept_inactive`: the referenced background folios reclaim left
   inactive instead of activating them (Acclaim's foreground-aware eviction;
   vmstat `acclaim_fae_kept_inactive`), None on a kernel without the counter.
+- `skew` (skew.py): skew rectification's pageouts of unused anonymous pages
+  (events.jsonl) and the swappiness its balance loop set (skew_balance.csv);
+  None for a run with neither. `swappiness_series` holds the swappiness per
+  period, for the plot.
+- `anon_file_ratio` (anon_file.py): the anonymous LRU pages over the file
+  LRU pages over the run (vmstat.csv), every scheme; `anon_file_series`
+  holds the ratio per sample, for the plot.
+- `zram` (zram.py): the zram device's stored data, memory used and
+  compression ratio (zram.csv), None without the file (a flash profile).
+- `swap_medium`: "flash" or "zram", from spec.json's `swap.disk` ("flash"
+  without spec.json).
 
 A run whose run.json is missing or not `"status": "ok"` is never a result:
 `load_run` raises `RunError`. Missing optional files (threads_cpu.json,
@@ -122,15 +136,18 @@ import numpy as np
 from ..errors import UserError
 from ..guest.host_cpu import HOST_CPU_FILE, host_cpu_figures, read_host_cpu
 from ..tables import Table
+from .anon_file import anon_file_figures, anon_file_series
 from .app_refaults import APP_MEMCG_FILE, AppMemcgError, app_refaults
 from .capacity import capacity
 from .kswapd_rounds import KswapdRound, kswapd_rounds, round_figures
 from .lru_balance import lru_balance
 from .lwp import LwpGoal, lwp_figures, lwp_goals
 from .settled_state import settled_state
+from .skew import BALANCE_FILE, SkewBalanceError, skew_figures, swappiness_series
 from .swap_fate import swap_fate
 from .trace import Trace, kshrinkd_rounds, read_trace
 from .writeback import BULK_COUNTERS, bulk_figures, unmap_window_us_per_page, writeback_figures
+from .zram import ZRAM_FILE, ZramError, zram_figures
 
 PAGE_BYTES = 4096
 SECTOR_BYTES = 512
@@ -223,6 +240,12 @@ class RunMetrics:
     lwp: dict | None = None
     lwp_goal_list: list[LwpGoal] = field(default_factory=list)
     fae_kept_inactive: int | None = None
+    skew: dict | None = None
+    swappiness_series: tuple[list[float], list[int]] = ([], [])
+    anon_file_ratio: dict | None = None
+    anon_file_series: tuple[list[float], list[float]] = ([], [])
+    zram: dict | None = None
+    swap_medium: str = "flash"
     trace_overrun: int | None = None
     trace_missing: list[str] = field(default_factory=list)  # events the kernel lacks
     missing: list[str] = field(default_factory=list)
@@ -248,9 +271,13 @@ def load_run(run_dir: Path) -> RunMetrics:
     kinds = Counter(s["kind"] for s in switches)
     vmstat = read_table(run_dir / "vmstat.csv")
     vm = vmstat_deltas(vmstat, run_dir / "vmstat.csv")
-    t_s, mbps = reclaim_throughput(run_dir / "diskstat.csv", run["swap_dev"])
-    threads = _read_optional_json(run_dir / "threads_cpu.json")
     spec = _read_optional_json(run_dir / "spec.json")
+    medium = swap_medium(spec)
+    if medium == "flash":
+        t_s, mbps = reclaim_throughput(run_dir / "diskstat.csv", run["swap_dev"])
+    else:
+        t_s, mbps = zram_throughput(run_dir / "diskstat.csv")
+    threads = _read_optional_json(run_dir / "threads_cpu.json")
     hist = _read_optional_json(run_dir / "swap_write_hist.json")
     try:
         trace = read_trace(run_dir / "trace.txt")
@@ -262,6 +289,8 @@ def load_run(run_dir: Path) -> RunMetrics:
     victim_t_s, victim_mb = victim_series(vmstat)
     rounds = kswapd_rounds(trace)
     goals = lwp_goals(trace)
+    swappiness = read_swappiness(run_dir / BALANCE_FILE)
+    anon_file = anon_file_series(vmstat)
     host = (
         host_cpu_figures(
             read_host_cpu(run_dir / HOST_CPU_FILE),
@@ -318,6 +347,12 @@ def load_run(run_dir: Path) -> RunMetrics:
         lwp=lwp_figures(goals),
         lwp_goal_list=goals,
         fae_kept_inactive=vm.get("acclaim_fae_kept_inactive"),
+        skew=skew_figures(events, swappiness[1]),
+        swappiness_series=swappiness,
+        anon_file_ratio=anon_file_figures(anon_file[1]),
+        anon_file_series=anon_file,
+        zram=read_zram(run_dir / ZRAM_FILE),
+        swap_medium=medium,
         trace_overrun=trace.overrun if trace else None,
         trace_missing=trace.missing if trace else [],
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
@@ -332,6 +367,29 @@ def read_app_refaults(path: Path, events: list[dict]) -> dict | None:
         return app_refaults(read_table(path, min_rows=0), events)
     except AppMemcgError as e:
         raise RunError(f"{path} {e}") from None
+
+
+def read_swappiness(path: Path) -> tuple[list[float], list[int]]:
+    """swappiness_series() of the run's skew_balance.csv, empty without the file."""
+    try:
+        return swappiness_series(_read_optional_table(path, min_rows=0))
+    except SkewBalanceError as e:
+        raise RunError(f"{path} {e}") from None
+
+
+def read_zram(path: Path) -> dict | None:
+    """zram_figures() of the run's zram.csv, None without the file."""
+    try:
+        return zram_figures(_read_optional_table(path, min_rows=0))
+    except ZramError as e:
+        raise RunError(f"{path} {e}") from None
+
+
+def swap_medium(spec: dict | None) -> str:
+    """ "zram" when the run's spec.json swaps on zram alone (`swap.disk`
+    false), else "flash" (also without spec.json)."""
+    swap = (spec or {}).get("swap") or {}
+    return "flash" if swap.get("disk", True) else "zram"
 
 
 # how far events.jsonl's time may be from started_at's and still be trusted
@@ -578,6 +636,21 @@ def reclaim_throughput(path: Path, swap_dev: str) -> tuple[list[float], list[flo
     t_ms = np.array([float(r[col["t_ms"]]) for r in rows])
     written = np.array([float(r[col["write_sectors"]]) for r in rows]) * SECTOR_BYTES
     return per_window_mbps(t_ms, written)
+
+
+def zram_throughput(path: Path) -> tuple[list[float], list[float]]:
+    """reclaim_throughput() of a run that swaps to zram: the zram device's
+    write MB/s where diskstat.csv samples one zram device, else none (the
+    figure does not apply to a swap disk the run does not swap on)."""
+    if not path.exists():
+        return [], []
+    header, rows = read_table(path, min_rows=0)
+    if "dev" not in header or len(rows) < 2:
+        return [], []
+    devs = {row[header.index("dev")] for row in rows}
+    if len(devs) != 1 or not next(iter(devs)).startswith("zram"):
+        return [], []
+    return reclaim_throughput(path, devs.pop())
 
 
 def per_window_mbps(t_ms: np.ndarray, byte_count: np.ndarray) -> tuple[list[float], list[float]]:

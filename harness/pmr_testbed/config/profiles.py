@@ -12,6 +12,13 @@ the guest's flash as of the phone's: software, not the flash, limits it
 puts on kswapd's goal, `lwp_goal_min_kb` <= `lwp_goal_max_kb`, guest kB:
 the public code's absolute 8,020 and 8,856 pages times the guest's scale.
 The acclaim schemes' knobs name them ("{acclaim.lwp_goal_min_kb}").
+
+`[phone] swap` is the swap medium (SWAP_MEDIA): `flash` (the default) swaps
+on the throttled swap disk of `swap_mb`, `zram` on a zram device of
+`swap_mb` (guest scale) alone; the swap disk is attached either way, but
+a zram profile does not swap on it, so figures of the disk's writes, its
+fio bandwidth and the regime checks that weigh them are not applicable
+to it.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from ..errors import UserError
 from ..tomlfile import positive, require
 
 PAGE_KB = 4
+# `[phone] swap`: what the guest swaps to (spec.json `swap`)
+SWAP_MEDIA = ("flash", "zram")
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,17 @@ class Profile:
     cpus: int
     unmap_unit_kb: int
     raw: dict
+    swap: str = "flash"  # one of SWAP_MEDIA
+
+    @property
+    def swaps_to_disk(self) -> bool:
+        """Whether the guest swaps on the swap disk (else on zram alone)."""
+        return self.swap == "flash"
+
+    @property
+    def guest_zram_mb(self) -> int:
+        """The zram device's size, guest MB: the swap size on a zram profile, else 0."""
+        return 0 if self.swaps_to_disk else self.guest_swap_mb
 
     @property
     def guest_ram_mb(self) -> int:
@@ -115,6 +135,17 @@ def _check_acclaim(table: dict, where: str) -> None:
         )
 
 
+def _swap_medium(phone: dict, where: str) -> str:
+    """`[phone] swap`, "flash" when absent."""
+    medium = phone.get("swap", "flash")
+    if medium not in SWAP_MEDIA:
+        raise UserError(
+            f"{where}: swap {medium!r} must be one of {', '.join(SWAP_MEDIA)} "
+            "(flash: the swap disk; zram: a zram device of swap_mb)"
+        )
+    return medium
+
+
 def load(name: str) -> Profile:
     path = tomlfile.find(paths.PROFILES_DIR, name, "profile")
     return parse(tomlfile.load(path, "profile"), path)
@@ -146,4 +177,5 @@ def parse(data: dict, path: Path) -> Profile:
         cpus=int(positive(guest, "cpus", f"{where} [guest]")),
         unmap_unit_kb=int(pmr.get("unmap_unit_kb", 1024)),
         raw=data,
+        swap=_swap_medium(phone, f"{where} [phone]"),
     )

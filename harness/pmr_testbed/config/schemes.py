@@ -23,6 +23,20 @@ to the front cleared: the paper's design) or `scenario-background` (the
 scenario's background apps, never cleared: the public code's fixed list).
 Combined schemes may both set it only alike.
 
+`[skew]` is skew rectification (Chou et al., TECS'23; runtime/src/workload/
+unused_anon.rs and anon_file_balance.rs): when an app leaves the front, the
+guest advises out the anonymous pages it did not touch while in front,
+with `advice` (`pageout`: MADV_PAGEOUT, reclaimed at once; `cold`:
+MADV_COLD, moved to the inactive list for reclaim to take), or with
+`advice_with_pmr` (default: `advice`) when the scheme runs combined with
+one that turns PMR on (a knob writes /sys/kernel/mm/pmr/enabled other than
+"0"), so that PMR's kshrinkd and bulk writeback do the I/O. `[skew.balance]`
+(optional) is a feedback loop on vm.swappiness: every `period_ms`, if
+anonymous refaults exceed `thrash_anon_pct` % of the anonymous LRU,
+swappiness goes down by `step` to `min`; else if file refaults reach
+`file_refault_pct` % of the file LRU, up by `step` to `max`. At most one
+part of a combination may have `[skew]`.
+
 A part may override the value of one of its knobs, named by the end of
 the knob's path, whole components, as long as it names one knob:
 `pmr@unmap_unit_kbytes=64` is `pmr` with the unmap unit at 64 kB;
@@ -41,13 +55,21 @@ from dataclasses import dataclass, field
 
 from .. import paths, tomlfile
 from ..errors import UserError
-from ..tomlfile import require
+from ..tomlfile import positive, require
 from .profiles import Profile
 
 POLICIES = ("fifo", "rr", "normal")
 # spec.json `scheme.background.apps` (runtime/src/spec.rs, MarkedApps)
 BACKGROUND_APPS = ("not-foreground", "scenario-background")
 BACKGROUND_KEYS = ("file", "apps")
+# spec.json `scheme.skew` (runtime/src/spec.rs, Skew)
+SKEW_ADVICE = ("pageout", "cold")
+SKEW_KEYS = ("advice", "advice_with_pmr", "balance")
+BALANCE_KEYS = ("period_ms", "step", "min", "max", "thrash_anon_pct", "file_refault_pct")
+MIN_BALANCE_PERIOD_MS = 100  # /proc/vmstat deltas over less are mostly noise
+MAX_SWAPPINESS = 200  # the most vm.swappiness takes (Linux 5.8 on)
+# the knob that turns PMR on: any value but "0"
+PMR_ENABLED = "/sys/kernel/mm/pmr/enabled"
 
 
 @dataclass(frozen=True)
@@ -62,6 +84,9 @@ class Scheme:
     # {"file": "memory.acclaim_bg", "apps": "not-foreground"}: spec.json's
     # `scheme.background`; None: no marks
     background: dict | None = None
+    # {"advice", "advice_with_pmr", "balance": {...} or None}: the `[skew]`
+    # table; None: no skew rectification. skew_spec() gives spec.json's.
+    skew: dict | None = None
 
 
 def load(name: str) -> Scheme:
@@ -86,6 +111,7 @@ def load(name: str) -> Scheme:
     if not isinstance(modifier, bool):
         raise UserError(f"{where}: `modifier` must be true or false")
     background = data.get("background")
+    skew = data.get("skew")
     return Scheme(
         require(data, "name", str, where),
         data.get("description", ""),
@@ -94,6 +120,7 @@ def load(name: str) -> Scheme:
         kthreads,
         modifier,
         None if background is None else _background(background, f"{where} [background]"),
+        None if skew is None else _skew(skew, where),
     )
 
 
@@ -121,6 +148,73 @@ def _background(table: object, where: str) -> dict:
     if apps not in BACKGROUND_APPS:
         raise UserError(f"{where}: apps {apps!r} must be one of {', '.join(BACKGROUND_APPS)}")
     return {"file": file, "apps": apps}
+
+
+def _skew(table: object, scheme_where: str) -> dict:
+    """The `[skew]` table of the scheme file `scheme_where` names, checked:
+    its advice, the advice beside PMR, and the swappiness loop or None."""
+    where = f"{scheme_where} [skew]"
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: must be a table with `advice`")
+    _refuse_unknown(table, SKEW_KEYS, "[skew]", where)
+    advice = _advice(table, "advice", where)
+    with_pmr = _advice(table, "advice_with_pmr", where) if "advice_with_pmr" in table else advice
+    balance = table.get("balance")
+    return {
+        "advice": advice,
+        "advice_with_pmr": with_pmr,
+        "balance": None if balance is None else _balance(balance, f"{scheme_where} [skew.balance]"),
+    }
+
+
+def _advice(table: dict, key: str, where: str) -> str:
+    advice = require(table, key, str, where)
+    if advice not in SKEW_ADVICE:
+        raise UserError(f"{where}: {key} {advice!r} must be one of {', '.join(SKEW_ADVICE)}")
+    return advice
+
+
+def _balance(table: object, where: str) -> dict:
+    """The `[skew.balance]` table, checked, as spec.json takes it."""
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: must be a table with {', '.join(BALANCE_KEYS)}")
+    _refuse_unknown(table, BALANCE_KEYS, "[skew.balance]", where)
+    period_ms, step, low, high = (
+        require(table, key, int, where) for key in ("period_ms", "step", "min", "max")
+    )
+    if period_ms < MIN_BALANCE_PERIOD_MS:
+        raise UserError(f"{where}: period_ms must be >= {MIN_BALANCE_PERIOD_MS}, got {period_ms}")
+    if not 1 <= step <= 100:
+        raise UserError(f"{where}: step must be 1..100, got {step}")
+    if not 0 <= low <= high <= MAX_SWAPPINESS:
+        raise UserError(
+            f"{where}: needs 0 <= min <= max <= {MAX_SWAPPINESS} (swappiness), "
+            f"got min {low} and max {high}"
+        )
+    pcts = {key: positive(table, key, where) for key in ("thrash_anon_pct", "file_refault_pct")}
+    return {
+        "period_ms": period_ms,
+        "step": step,
+        "min": low,
+        "max": high,
+        **{key: float(v) for key, v in pcts.items()},
+    }
+
+
+def pmr_enabled(scheme: Scheme) -> bool:
+    """Whether the scheme's knobs turn PMR on (PMR_ENABLED other than "0")."""
+    return any(k["path"] == PMR_ENABLED and k["value"].strip() != "0" for k in scheme.knobs)
+
+
+def skew_spec(scheme: Scheme) -> dict | None:
+    """spec.json's `scheme.skew`: `advice_with_pmr` when the scheme turns
+    PMR on, else `advice`, and the balance loop when there is one; None
+    without `[skew]`."""
+    if scheme.skew is None:
+        return None
+    key = "advice_with_pmr" if pmr_enabled(scheme) else "advice"
+    balance = scheme.skew["balance"]
+    return {"advice": scheme.skew[key], **({"balance": dict(balance)} if balance else {})}
 
 
 def _kthread(table: dict, where: str) -> dict:
@@ -235,7 +329,19 @@ def resolve(name: str, profile: Profile) -> Scheme:
         policies,
         _united_kthreads(loaded, profile),
         background=_united_background(loaded),
+        skew=_united_skew(loaded),
     )
+
+
+def _united_skew(loaded: list[Scheme]) -> dict | None:
+    """The one part's `[skew]`; two parts with one are refused."""
+    parts = [(s.name, s.skew) for s in loaded if s.skew is not None]
+    if len(parts) > 1:
+        raise UserError(
+            f"schemes {parts[0][0]} and {parts[1][0]} both have [skew]: "
+            "combine at most one skew rectification"
+        )
+    return dict(parts[0][1]) if parts else None
 
 
 def _united_background(loaded: list[Scheme]) -> dict | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from .. import schema
 from .profiles import Profile
 from .scenarios import App, BackgroundUse, Scenario
-from .schemes import Scheme
+from .schemes import Scheme, skew_spec
 from .trace_events import run_trace_events
 
 SWAP_SERIAL = "pmrswap"
@@ -32,7 +32,8 @@ LMKD_DEFAULTS = {
     "poll_ms": 10,
     # lmkd caps "free swap" at (free + inactive file) x this ratio, an
     # estimate made for zram; the phones here swap to flash, where free swap
-    # is what it says: 0 makes lmkd use SwapFree as is.
+    # is what it says: 0 makes lmkd use SwapFree as is. A zram profile keeps
+    # 0, so that it differs from its flash profile in the swap medium alone.
     "swap_compression_ratio": 0,
 }
 RECLAIM_THREADS = ["kswapd", "kshrinkd", "pmr_unmap"]
@@ -69,6 +70,16 @@ def background_use(use: BackgroundUse | None) -> dict | None:
     if use is None:
         return None
     return {"every": use.every, "dwell_ms": list(use.dwell_ms), "apps": list(use.apps)}
+
+
+def swap_settings(profile: Profile) -> dict:
+    """spec.json `swap`: the swap disk (always attached, swapped on only on
+    a flash profile) and the zram device (a zram profile's swap, else none)."""
+    return {
+        "serial": SWAP_SERIAL,
+        "zram_mb": profile.guest_zram_mb,
+        "disk": profile.swaps_to_disk,
+    }
 
 
 def memory_settings(profile: Profile) -> dict:
@@ -111,9 +122,11 @@ def build(
             "kthreads": scheme.kthreads,
             # Acclaim's background marks (schemes.py); absent for other schemes
             **({"background": scheme.background} if scheme.background else {}),
+            # skew rectification's advice and balance (schemes.py); absent for other schemes
+            **({"skew": skew} if (skew := skew_spec(scheme)) else {}),
         },
         "memory": memory_settings(profile),
-        "swap": {"serial": SWAP_SERIAL, "zram_mb": 0},
+        "swap": swap_settings(profile),
         "data_disk": {"serial": DATA_SERIAL},
         "lmkd": dict(LMKD_DEFAULTS),
         "metrics": {

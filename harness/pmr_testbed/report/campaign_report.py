@@ -15,6 +15,10 @@ evaluation figures:
                                 (only when the schemes form a sweep, sweep.py)
   plots/lwp_goals.png           the goals Acclaim's lightweight prediction gave
                                 kswapd over time (only when a run has them, lwp.py)
+  plots/anon_file_ratio.png     the anonymous over the file LRU pages over time,
+                                every scheme (anon_file.py)
+  plots/swappiness.png          the swappiness skew rectification's balance loop
+                                set over time (only when a run has skew_balance.csv)
 
 Beside report.md, regime.json: whether original's runs are in the paper's
 regime, from this campaign alone (regime.py); report.md's Regime section
@@ -110,6 +114,23 @@ LWP_CAPTION = (
     "zones' high watermarks). A goal under the dashed line is a round that reclaims "
     "less than the stock kernel's."
 )
+ANON_FILE_PLOT = "anon_file_ratio.png"
+ANON_FILE_CAPTION = (
+    "Anonymous over file pages resident (vmstat: nr_active_anon + nr_inactive_anon over "
+    "nr_active_file + nr_inactive_file) over time, each scheme's first repetition: the "
+    "skew rectification paper's premise is that this ratio runs high while app switches "
+    "read file pages; a scheme that swaps unused anonymous pages out lowers it."
+)
+SWAPPINESS_PLOT = "swappiness.png"
+SWAPPINESS_CAPTION = (
+    "vm.swappiness as skew rectification's balance loop set it at each period "
+    "(skew_balance.csv, each scheme's first repetition): down by a step while anonymous "
+    "refaults exceed their threshold, up while file refaults reach theirs."
+)
+# the skew rectification paper's headline (TECS 22(5s):140, 2023, abstract):
+# app-switch latency "up to 43%" lower than the original kernel's
+SKEW_PAPER_RATIO = 0.57
+SKEW_FIGURE = "switch_kinds.hot.mean_ms"
 SWEEP_CAPTION = (
     "Reclaim throughput against `{key}` (paper Fig. 15b): left, the peak and "
     "mean swap-device write MB/s, right, the mean response time; points are "
@@ -134,6 +155,7 @@ HEADLINE = [  # (column title, dotted path in a scheme entry)
 ]
 RATIO_TITLES = {
     "response_ms.mean": "response mean",
+    "switch_kinds.hot.mean_ms": "hot switch response",
     "reclaim_mbps.peak": "reclaim peak",
     "kills": "kills",
     "allocstall": "allocstall",
@@ -174,6 +196,10 @@ def write_report(results_dir: Path, built: tuple[dict, dict[str, list[Run]]] | N
         plot_sweep(key, sweeps, summary["schemes"], plot_dir / sweep_file(key))
     if any(r.metrics.lwp_goal_list for runs in ok.values() for r in runs):
         plot_lwp_goals(ok, colours, plot_dir / LWP_PLOT)
+    if any(r.metrics.anon_file_series[0] for runs in ok.values() for r in runs):
+        plot_anon_file_ratio(ok, colours, plot_dir / ANON_FILE_PLOT)
+    if any(r.metrics.swappiness_series[0] for runs in ok.values() for r in runs):
+        plot_swappiness(ok, colours, plot_dir / SWAPPINESS_PLOT)
     path = results_dir / "report.md"
     path.write_text(render_markdown(summary, regime))
     return path
@@ -329,6 +355,72 @@ def plot_lwp_goals(ok: dict[str, list[Run]], colours: dict, path: Path) -> None:
         title="kswapd's goal under Acclaim's lightweight prediction",
         xlabel="time since workload start (s)",
         ylabel="goal (kB)",
+    )
+    ax.grid(alpha=0.3)
+    save_figure(fig, path)
+
+
+def first_rep_with(runs: list[Run], has) -> Run | None:
+    """The run of the lowest repetition for which has(run.metrics) holds."""
+    return next((r for r in sorted(runs, key=lambda r: r.rep) if has(r.metrics)), None)
+
+
+def plot_anon_file_ratio(ok: dict[str, list[Run]], colours: dict, path: Path) -> None:
+    """Each scheme's first repetition: the anon:file ratio per vmstat sample."""
+    fig, ax = plt.subplots(figsize=(11.5, 4.0))
+    for scheme, runs in ok.items():
+        run = first_rep_with(runs, lambda m: m.anon_file_series[0])
+        if run is None:
+            continue
+        t_s, ratios = run.metrics.anon_file_series
+        mean = (run.metrics.anon_file_ratio or {}).get("mean")
+        ax.plot(
+            t_s,
+            ratios,
+            color=colours[scheme],
+            linewidth=1.2,
+            label=f"{scheme} (rep {run.rep}, mean {fmt(mean)})",
+        )
+    if ax.lines:
+        _legend_outside(ax)
+        ax.set_ylim(bottom=0)
+    else:
+        no_data(ax, "LRU sizes in vmstat.csv")
+    ax.set(
+        title="Anonymous over file pages resident (LRU lists)",
+        xlabel="time since workload start (s)",
+        ylabel="anon : file pages",
+    )
+    ax.grid(alpha=0.3)
+    save_figure(fig, path)
+
+
+def plot_swappiness(ok: dict[str, list[Run]], colours: dict, path: Path) -> None:
+    """Each scheme's first repetition with skew_balance.csv: the swappiness
+    its balance loop set at each period."""
+    fig, ax = plt.subplots(figsize=(11.5, 4.0))
+    for scheme, runs in ok.items():
+        run = first_rep_with(runs, lambda m: m.swappiness_series[0])
+        if run is None:
+            continue
+        t_s, swappiness = run.metrics.swappiness_series
+        ax.step(
+            t_s,
+            swappiness,
+            where="post",
+            color=colours[scheme],
+            linewidth=1.2,
+            label=f"{scheme} (rep {run.rep})",
+        )
+    if ax.lines:
+        _legend_outside(ax)
+        ax.set_ylim(0, 205)
+    else:
+        no_data(ax, "skew_balance.csv")
+    ax.set(
+        title="vm.swappiness under skew rectification's balance loop",
+        xlabel="time since workload start (s)",
+        ylabel="swappiness",
     )
     ax.grid(alpha=0.3)
     save_figure(fig, path)
@@ -897,6 +989,97 @@ def acclaim_table(schemes: dict[str, dict]) -> list[str]:
     return md_table(["scheme", *(title for _, title in ACCLAIM_COLUMNS)], rows) if rows else []
 
 
+SKEW_COLUMNS = [
+    ("skew.pageouts", "pageouts"),
+    ("skew.pages_advised", "pages advised"),
+    ("skew.idle_share", "idle share of marked pages"),
+    ("skew.pageout_ms_median", "pageout ms median"),
+    ("skew.swappiness.min", "swappiness min"),
+    ("skew.swappiness.median", "median"),
+    ("skew.swappiness.max", "max"),
+    ("skew.swappiness.final", "at end"),
+    ("skew.swappiness.raised", "periods raised"),
+    ("skew.swappiness.lowered", "lowered"),
+]
+
+
+def skew_table(schemes: dict[str, dict]) -> list[str]:
+    """Skew rectification's pageouts and swappiness (skew.py), for the
+    schemes whose runs have them."""
+    rows = _rows(schemes, SKEW_COLUMNS, lambda e: e.get("skew") is not None)
+    return md_table(["scheme", *(title for _, title in SKEW_COLUMNS)], rows) if rows else []
+
+
+def skew_part(name: str) -> bool:
+    """Whether a scheme (or a `+` combination) has the skew scheme as a part."""
+    return any(p.partition("@")[0].strip() == "skew" for p in name.split("+"))
+
+
+def skew_headline_lines(s: dict) -> list[str]:
+    """A line per scheme with skew rectification compared with `original`:
+    the median of the paired ratios of the hot-switch response time, with
+    their min and max, beside the paper's "up to -43%"."""
+    lines = []
+    for name, r in s["ratios"].items():
+        entry = s["schemes"].get(name) or {}
+        if not (skew_part(name) or entry.get("skew")):
+            continue
+        spread = r["spread"].get(SKEW_FIGURE)
+        if spread:
+            ours = (
+                f"{spread['median']:.3f} [{spread['min']:.3f}, {spread['max']:.3f}] "
+                f"({spread['pairs']} paired reps)"
+            )
+        elif r.get(SKEW_FIGURE) is not None:
+            ours = f"{r[SKEW_FIGURE]:.3f} (the medians' ratio: fewer than 2 paired reps)"
+        else:
+            ours = f"– (no hot switch in both, or {BASELINE}'s mean is 0)"
+        p = p_text(r.get("p_value", {}).get(SKEW_FIGURE))
+        lines.append(
+            f"- `{name}` / `{BASELINE}`, hot-switch response time (mean): {ours}{p}; "
+            f"the paper: up to {SKEW_PAPER_RATIO:.2f} (-43%, against the original kernel)."
+        )
+    if lines and (s.get("guest") or {}).get("swap", "flash") != "zram":
+        lines.append(
+            "- This campaign swaps to flash: a control. The paper swaps to zram, whose "
+            "swap-in is cheaper than a flash file read (profile pixel6pro-zram)."
+        )
+    return lines
+
+
+ANON_FILE_COLUMNS = [
+    ("anon_file_ratio.mean", "anon:file mean"),
+    ("anon_file_ratio.min", "min"),
+    ("anon_file_ratio.max", "max"),
+    ("anon_file_ratio.final", "at end"),
+    ("switch_kinds.hot.mean_ms", "hot switch ms"),
+    ("switch_kinds.hot.file_refault_pages", "file refaults in hot switches"),
+    ("switch_kinds.hot.swapin_pages", "swap-ins in hot switches"),
+]
+
+
+def anon_file_table(schemes: dict[str, dict]) -> list[str]:
+    """The anon:file ratio (anon_file.py) beside the hot switches' time,
+    file refaults and swap-ins, for the schemes whose runs have the ratio."""
+    rows = _rows(schemes, ANON_FILE_COLUMNS, lambda e: e.get("anon_file_ratio") is not None)
+    return md_table(["scheme", *(title for _, title in ANON_FILE_COLUMNS)], rows) if rows else []
+
+
+ZRAM_COLUMNS = [
+    ("zram.stored_mb.peak", "stored MB peak"),
+    ("zram.stored_mb.final", "at end"),
+    ("zram.used_mb.peak", "memory used MB peak"),
+    ("zram.used_mb.final", "at end"),
+    ("zram.compression_ratio", "compression ratio"),
+]
+
+
+def zram_table(schemes: dict[str, dict]) -> list[str]:
+    """The zram device's sizes (zram.py), for the schemes whose runs swapped to zram."""
+    rows = _rows(schemes, ZRAM_COLUMNS, lambda e: e.get("zram") is not None)
+    return md_table(["scheme", *(title for _, title in ZRAM_COLUMNS)], rows) if rows else []
+
+
 HOST_CPU_COLUMNS = [
     ("host_cpu.busy", "host busy CPUs"),
     ("host_cpu.vcpus", "QEMU vCPU threads"),
@@ -1040,6 +1223,12 @@ def setup_lines(s: dict) -> list[str]:
 def disk_share_lines(s: dict) -> list[str]:
     """The swap disk's fio bandwidth and each scheme's peak as a share of it."""
     bw = s.get("swap_bandwidth")
+    if (s.get("guest") or {}).get("swap") == "zram":
+        return [
+            "The swap disk's bandwidth and each scheme's peak as a share of it: n/a (the "
+            "profile swaps to zram, not on the swap disk). Reclaim throughput here is the "
+            "zram device's writes where the guest sampled them, else n/a (–)."
+        ]
     if not bw:
         return ["The swap disk's bandwidth was not measured (campaign from before the fio boot)."]
     if bw.get("write_mbps") is None:
@@ -1411,6 +1600,58 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
             *acclaim,
             "",
         ]
+    skew_lines = skew_headline_lines(s)
+    skew = skew_table(s["schemes"])
+    if skew_lines or skew:
+        lines += [
+            "## Skew rectification",
+            "",
+            "Skew rectification (schemes/skew.toml, inferred from the paper's abstract: "
+            "every parameter is ours) advises out the anonymous pages an app left "
+            "untouched while in front when it leaves the front, and moves swappiness by "
+            "the refaults. Against the paper's headline, the median of the per-rep ratios "
+            f"(rep i against {BASELINE}'s rep i), `[min, max]`, p as in \"Versus "
+            f'{BASELINE}":',
+            "",
+            *skew_lines,
+            "",
+        ]
+        if skew:
+            lines += [
+                "Its pageouts (skew_pageout events: one per app leaving the front; the "
+                "pages advised, summed over the run; the share of the pages marked idle "
+                "at the app's coming to the front that were still idle when it left, the "
+                "median time of a pageout) and the swappiness its balance loop set "
+                "(skew_balance.csv, over its periods; – without the loop).",
+                "",
+                *skew,
+                "",
+            ]
+    if anon_file := anon_file_table(s["schemes"]):
+        lines += [
+            "## Anonymous and file pages",
+            "",
+            "The anonymous LRU pages over the file LRU pages (vmstat, every sample; mean, "
+            "min, max and at the end of the run), the skew rectification paper's premise "
+            "(memory holds mostly anonymous pages while switches read file pages), beside "
+            "the hot switches' mean response time and the file pages refaulted and the "
+            "pages swapped in during them.",
+            "",
+            *anon_file,
+            "",
+        ]
+    if zram := zram_table(s["schemes"]):
+        lines += [
+            "## zram",
+            "",
+            "The zram device of a profile that swaps to zram (zram.csv): the data stored "
+            "(swapped-out pages, uncompressed) and the memory the device used, peak and "
+            "at the end of the run, MB, and the compression ratio (stored over "
+            "compressed) when it stored the most.",
+            "",
+            *zram,
+            "",
+        ]
     if wb := writeback_table(s["schemes"]):
         lines += [
             "## Writeback",
@@ -1487,4 +1728,8 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
         lines += [f"![{key}](plots/{file})", "", PLOT_CAPTIONS[key], ""]
     if any(e.get("lwp") for e in s["schemes"].values()):
         lines += [f"![lwp goals](plots/{LWP_PLOT})", "", LWP_CAPTION, ""]
+    if any(e.get("anon_file_ratio") for e in s["schemes"].values()):
+        lines += [f"![anon file ratio](plots/{ANON_FILE_PLOT})", "", ANON_FILE_CAPTION, ""]
+    if any(get_path(e, "skew.swappiness") for e in s["schemes"].values()):
+        lines += [f"![swappiness](plots/{SWAPPINESS_PLOT})", "", SWAPPINESS_CAPTION, ""]
     return "\n".join(lines)

@@ -13,11 +13,13 @@ over thread families, per run) and `reclaim_cpu_us_per_page` (metrics.py) are
 added because the ratios need them.
 The nested per-run groups `switch_kinds`, `settled`, `lru_balance`,
 `swap_fate`, `pmr`, `writeback`, `bulk`, `kswapd_rounds`, `host_cpu`,
-`capacity`, `refaults` and `lwp` are summarised figure by figure
-("writeback.unmap_us_per_page.p50"); `writeback`, `bulk`,
-`kswapd_rounds`, `refaults` and `lwp` are null for a scheme none of whose
-runs has them (a kernel without PMR part 2, without the kswapd_round or
-the LWP tracepoint, or LWP off; a runtime without app_memcg.csv);
+`capacity`, `refaults`, `lwp`, `skew`, `anon_file_ratio` and `zram` are
+summarised figure by figure ("writeback.unmap_us_per_page.p50");
+`writeback`, `bulk`, `kswapd_rounds`, `refaults`, `lwp`, `skew`,
+`anon_file_ratio` and `zram` are null for a scheme none of whose runs has
+them (a kernel without PMR part 2, without the kswapd_round or the LWP
+tracepoint, or LWP off; a runtime without app_memcg.csv; a scheme without
+skew rectification; a vmstat.csv without the LRU sizes; a flash profile);
 `host_cpu` is absent when none has host_cpu.csv, `capacity` when none has
 spec.json. `fae_kept_inactive` (Acclaim's counter) is null on a kernel
 without it.
@@ -61,6 +63,7 @@ FigPath = tuple[str, ...]
 NUMBERS = ("kills", "allocstall", "pgmajfault", "pswpout_mb", "cold_launches", "hot_launches")
 RATIO_FIGURES = (
     "response_ms.mean",
+    "switch_kinds.hot.mean_ms",
     "reclaim_mbps.peak",
     "kills",
     "allocstall",
@@ -85,6 +88,9 @@ NESTED = (
     "capacity",
     "refaults",
     "lwp",
+    "skew",
+    "anon_file_ratio",
+    "zram",
 )
 # the figures `by_rep` lists for each repetition of a scheme
 BY_REP = (
@@ -116,7 +122,16 @@ BY_REP = (
     "settled.lmkd.kill_reasons_without_victim",
 )
 # groups that every scheme with ok runs has, as an object or null
-OPTIONAL_GROUPS = ("writeback", "bulk", "kswapd_rounds", "refaults", "lwp")
+OPTIONAL_GROUPS = (
+    "writeback",
+    "bulk",
+    "kswapd_rounds",
+    "refaults",
+    "lwp",
+    "skew",
+    "anon_file_ratio",
+    "zram",
+)
 
 
 @dataclass

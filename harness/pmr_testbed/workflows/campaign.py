@@ -12,7 +12,11 @@ stay readable. Two last boots measure the swap disk with fio
 throughput against, and reclaim under a max-rate allocator on the same disk
 (max_rate.py), which the regime report sets the original kernel's peak
 against. campaign.json's `flash_calibration` says how the disk's limits
-were derived (guest_setup.Machine.flash_calibration).
+were derived (guest_setup.Machine.flash_calibration). A profile that swaps
+to zram has the swap disk attached but not swapped on: campaign.json's
+`guest.swap` says "zram" (absent for flash), and the two closing boots,
+which measure that disk, are not run: `swap_bandwidth` and `max_rate` say
+why instead (swap_bandwidth.not_applicable).
 
 Named kernels (CampaignRequest.kernels, `pmrtb run --kernel NAME=PATH`)
 run every scheme on every kernel, interleaved like schemes: the campaign's
@@ -222,6 +226,8 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
             "scale": profile.scale,
             "swap_mb": profile.guest_swap_mb,
             **profile.watermarks(),
+            # the swap medium where it is not the swap disk (absent for flash)
+            **({} if profile.swaps_to_disk else {"swap": profile.swap}),
         },
         "kernel": {**image.as_dict(), "boot_args": kernel.BOOT_ARGS[req.flavour]},
         "runs": [],
@@ -278,13 +284,18 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
             campaign["runs"].append(entry)
             save()
     shutil.rmtree(disk_dir(req.out, DATA_DISK_DIR), ignore_errors=True)
-    if req.swap_bandwidth:
+    if not profile.swaps_to_disk:
+        for key, wanted in (("swap_bandwidth", req.swap_bandwidth), ("max_rate", req.max_rate)):
+            if wanted:
+                campaign[key] = swap_bandwidth.not_applicable(profile)
+        save()
+    elif req.swap_bandwidth:
         progress("swap disk bandwidth (fio in the guest)", False)
         campaign["swap_bandwidth"] = swap_bandwidth.measure(
             req.out, profile, machine, disk_dir(req.out, "swap-bandwidth")
         )
         save()
-    if req.max_rate:
+    if req.max_rate and profile.swaps_to_disk:
         progress("reclaim under a max-rate allocator (pmr-guest alloc in the guest)", False)
         campaign["max_rate"] = max_rate.measure(
             req.out, profile, image, accel, limits, disk_dir(req.out, "max-rate")

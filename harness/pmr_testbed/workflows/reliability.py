@@ -177,7 +177,7 @@ def build_spec(p: Plan, out_dir: Path) -> dict:
             "kthreads": p.scheme.kthreads,
         },
         "memory": spec.memory_settings(p.profile),
-        "swap": {"serial": spec.SWAP_SERIAL, "zram_mb": 0},
+        "swap": {"serial": spec.SWAP_SERIAL, "zram_mb": 0, "disk": True},
         "swap_factor": p.req.swap_factor,
         "checker": {
             "processes": CHECKER_PROCESSES,

@@ -14,7 +14,9 @@ writes), and leaves its JSON output in the campaign directory
   "swap_bandwidth": {"write_mbps": 127.6, "rand_write_4k_iops": 25100.0,
                      "fio": {...the first job...}, "fio_4k": {...}, "error": null}
 
-and a failed measurement is kept as an error, never as a number.
+and a failed measurement is kept as an error, never as a number. A
+profile that swaps to zram does not swap on the disk: its campaigns keep
+`not_applicable()` instead, no figure, no error and a line saying why.
 """
 
 from __future__ import annotations
@@ -55,6 +57,15 @@ FIO_JOB_4K = {
     "stonewall": 1,
 }
 DEADLINE_S = 90
+
+
+def not_applicable(profile: Profile) -> dict:
+    """campaign.json's `swap_bandwidth` (and `max_rate`) for a profile that
+    does not swap on the swap disk: no figure and why."""
+    return {
+        "error": None,
+        "not_applicable": f"profile {profile.name} swaps to {profile.swap}, not on the swap disk",
+    }
 
 
 def guest_command(serial: str, output: Path) -> str:
