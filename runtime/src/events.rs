@@ -84,6 +84,10 @@ pub enum Event<'a> {
         /// Wall time of the advice, from reading its pages to the last
         /// process_madvise.
         ms: f64,
+        /// CPU time of the thread that advised, user and system: under
+        /// MADV_PAGEOUT it holds the reclaim of the pages advised, zram's
+        /// compression with it.
+        cpu_ms: f64,
         advice: SkewAdvice,
     },
 }
@@ -202,11 +206,12 @@ mod tests {
             idle_pages: 12000,
             advised_bytes: 49152000,
             ms: 8.25,
+            cpu_ms: 6.5,
             advice: SkewAdvice::Pageout,
         };
         assert_eq!(
             to_line(7, &pageout),
-            r#"{"t_ms":7,"type":"skew_pageout","app":"chrome","marked_pages":30000,"idle_pages":12000,"advised_bytes":49152000,"ms":8.25,"advice":"pageout"}"#
+            r#"{"t_ms":7,"type":"skew_pageout","app":"chrome","marked_pages":30000,"idle_pages":12000,"advised_bytes":49152000,"ms":8.25,"cpu_ms":6.5,"advice":"pageout"}"#
         );
     }
 

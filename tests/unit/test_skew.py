@@ -224,6 +224,7 @@ def pageout(t_ms, app, marked, idle, ms, advice="pageout"):
         "idle_pages": idle,
         "advised_bytes": idle * 4096,
         "ms": ms,
+        "cpu_ms": ms / 2,
         "advice": advice,
     }
 
@@ -252,8 +253,11 @@ def test_pageout_figures_sum_pages_and_take_the_median_time():
         "idle_pages": 3000,
         "idle_share": 0.6,
         "pageout_ms_median": 4.0,
+        "pageout_cpu_ms": 7.0,
     }
     assert pageout_figures([switch("chrome", "hot", 1.0)]) is None
+    without_cpu = [{k: v for k, v in e.items() if k != "cpu_ms"} for e in PAGEOUTS]
+    assert pageout_figures(without_cpu)["pageout_cpu_ms"] is None
 
 
 def test_swappiness_series_and_figures():
@@ -404,7 +408,8 @@ def test_summary_report_headline_and_plots(tmp_path):
     assert "the paper: up to 0.57 (-43%" in section and "control" not in section
     assert (
         "| skew | 3 [3, 3] | 3,000 [3,000, 3,000] | 0.60 [0.60, 0.60] | 4.00 [4.00, 4.00] | "
-        "110 [110, 110] | 110 [110, 110] | 120 [120, 120] | 110 [110, 110] | 1 [1, 1] | 1 [1, 1] |"
+        "7.00 [7.00, 7.00] | 110 [110, 110] | 110 [110, 110] | 120 [120, 120] | 110 [110, 110] | "
+        "1 [1, 1] | 1 [1, 1] |"
     ) in section
     assert "| original |" not in section
     anon = md.split("## Anonymous and file pages")[1].split("\n## ")[0]

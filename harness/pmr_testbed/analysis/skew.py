@@ -7,11 +7,13 @@ did not touch while in front and logs (docs/guest-interface.md)
 
     {"type": "skew_pageout", "t_ms": 61234, "app": "chrome",
      "marked_pages": 30000, "idle_pages": 12000, "advised_bytes": 49152000,
-     "ms": 8.4, "advice": "pageout"}
+     "ms": 8.4, "cpu_ms": 6.1, "advice": "pageout"}
 
 `marked_pages` the app's anonymous pages marked idle when it came to the
 front, `idle_pages` those still idle when it left, `advised_bytes` what was
-advised (MADV_PAGEOUT or MADV_COLD, `advice`), `ms` how long that took.
+advised (MADV_PAGEOUT or MADV_COLD, `advice`), `ms` how long that took,
+`cpu_ms` the CPU time of the thread that advised (under MADV_PAGEOUT it
+reclaims the pages itself, zram's compression included).
 With `[skew.balance]` the guest writes skew_balance.csv, one row per period
 (`t_ms,swappiness,anon_refault_pct,file_refault_pct`: the swappiness as
 the loop left it that period, and the period's anonymous and file
@@ -19,7 +21,9 @@ refaults as % of their LRU lists).
 
 `skew_figures` gives the pageouts' count, the pages advised
 (advised_bytes / 4 KiB, summed), the marked and idle pages summed, the
-idle share of the marked pages, the median time of a pageout (ms), and,
+idle share of the marked pages, the median time of a pageout (ms), the
+CPU time of the pageouts summed (ms; None from a guest that did not
+measure it), and,
 with the balance loop, `swappiness`: its min, median, max and final value
 over the periods and how many periods raised and lowered it. None for a
 run with neither (a scheme without `[skew]`).
@@ -58,6 +62,11 @@ def pageout_figures(events: list[dict]) -> dict | None:
         "idle_pages": idle,
         "idle_share": idle / marked if marked else None,
         "pageout_ms_median": float(statistics.median(float(e["ms"]) for e in pageouts)),
+        "pageout_cpu_ms": (
+            sum(float(e["cpu_ms"]) for e in pageouts)
+            if all("cpu_ms" in e for e in pageouts)
+            else None
+        ),
     }
 
 
@@ -103,5 +112,6 @@ def skew_figures(events: list[dict], swappiness: list[int]) -> dict | None:
         "idle_pages": 0,
         "idle_share": None,
         "pageout_ms_median": None,
+        "pageout_cpu_ms": None,
     }
     return {**(pageouts or empty), "swappiness": balance}

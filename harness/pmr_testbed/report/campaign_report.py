@@ -994,6 +994,7 @@ SKEW_COLUMNS = [
     ("skew.pages_advised", "pages advised"),
     ("skew.idle_share", "idle share of marked pages"),
     ("skew.pageout_ms_median", "pageout ms median"),
+    ("skew.pageout_cpu_ms", "pageout CPU ms"),
     ("skew.swappiness.min", "swappiness min"),
     ("skew.swappiness.median", "median"),
     ("skew.swappiness.max", "max"),

@@ -65,6 +65,7 @@ impl Worker {
 
     fn advise(&mut self, app: usize, pids: &[i32]) -> Result<()> {
         let start = Instant::now();
+        let cpu_start = thread_cpu_ms();
         let Some(marked_pages) = self.marked[app].take() else {
             return Ok(());
         };
@@ -96,12 +97,25 @@ impl Worker {
             idle_pages,
             advised_bytes,
             ms: millis(start.elapsed()),
+            cpu_ms: thread_cpu_ms() - cpu_start,
             advice: self.advice,
         })
     }
 }
 
 /// The private anonymous pages in RAM of `pid`; none if it ended.
+/// The calling thread's CPU time so far, user and system, in ms (0 if
+/// getrusage fails).
+fn thread_cpu_ms() -> f64 {
+    // SAFETY: getrusage() writes only into the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let ms = |tv: libc::timeval| tv.tv_sec as f64 * 1e3 + tv.tv_usec as f64 / 1e3;
+    ms(ru.ru_utime) + ms(ru.ru_stime)
+}
+
 fn scan(pid: i32) -> Result<Vec<Page>> {
     let pages = maps::read(pid).and_then(|vmas| pagemap::scan(pid, &vmas));
     match pages {
