@@ -7,7 +7,9 @@ every app that left the front after being marked got its unused anon
 advised (MADV_PAGEOUT under skew; MADV_COLD beside PMR, which leaves the
 I/O to kshrinkd and the bulk writeback), that the
 swappiness loop kept its bounds and followed its rule, that the report
-has the skew section, and a console free of oops/BUG/WARNING.
+has the skew section, and a console free of oops/BUG/WARNING. The
+integrity of the pages advised out is checked by the apps themselves:
+each checks every heap page it reads, and a mismatch fails the run.
 """
 
 import csv

@@ -66,6 +66,8 @@ def test_bad_arguments_one_line_exit_2(tmp_path, args, message):
         (["--profile", "iphone", "--scheme", "original"], "unknown profile 'iphone'"),
         (["--profile", "pixel5", "--scheme", "zzz"], "unknown scheme 'zzz'"),
         (["--profile", "pixel5", "--scheme", "original,mglru"], "takes one scheme"),
+        (["--profile", "pixel5-zram", "--scheme", "original"], "swaps to zram"),
+        (["--profile", "pixel5", "--scheme", "skew"], "has [skew]"),
     ],
 )
 def test_bad_profile_or_scheme_is_named(tmp_path, args, message):

@@ -152,7 +152,17 @@ def plan(req: ReliabilityRequest) -> Plan:
         raise UserError("--toggle-refused needs --toggle")
     toggle = parse_toggle(req.toggle, req.toggles, req.toggle_refused) if req.toggle else None
     profile = profiles.load(req.profile)
+    if profile.swap != "flash":
+        raise UserError(
+            f"profile {profile.name} swaps to {profile.swap}: the reliability check swaps "
+            "on the swap disk only (pick a flash profile)"
+        )
     scheme = schemes.resolve(req.scheme.strip(), profile)
+    if scheme.skew is not None:
+        raise UserError(
+            f"scheme {scheme.name} has [skew], which acts at app switches: the reliability "
+            "check has no apps (under `pmrtb run` every app checks each heap page it reads)"
+        )
     if not STRESS_NG.exists():
         raise UserError(f"{STRESS_NG} not found: run `make setup` (or apt-get install stress-ng)")
     guest_setup.check_host(profile)
