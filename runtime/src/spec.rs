@@ -34,7 +34,31 @@ pub struct Spec {
     pub metrics: Metrics,
     pub scenario: Scenario,
     pub zygote: ZygoteSpec,
+    pub heap: HeapContent,
     pub apps: Vec<AppSpec>,
+}
+
+/// What the apps write into their heap pages besides the canary word
+/// (pattern.rs), which sets how well the pages compress: on zram the
+/// compression ratio, on flash nothing.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeapContent {
+    /// Words of pseudo-random data after the canary word at a page's first
+    /// write, the rest of the page left zero: 0 (the canary alone) up to
+    /// 511 (a page that does not compress).
+    pub random_words: u32,
+}
+
+impl HeapContent {
+    pub fn validate(&self) -> Result<()> {
+        ensure!(
+            (self.random_words as usize) < crate::pattern::WORDS_PER_PAGE,
+            "heap.random_words must be 0..={}",
+            crate::pattern::WORDS_PER_PAGE - 1
+        );
+        Ok(())
+    }
 }
 
 /// The parent of every app process (zygote.rs).
@@ -516,6 +540,7 @@ impl Spec {
         self.scheme.validate()?;
         self.memory.validate()?;
         self.swap.validate()?;
+        self.heap.validate()?;
         ensure!(
             !self.data_disk.serial.is_empty(),
             "data_disk.serial is empty"

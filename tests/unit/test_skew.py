@@ -71,16 +71,45 @@ def test_the_zram_profile_is_pixel6pro_with_zram_of_its_swap_size(tmp_path):
     built = _build("pixel6pro-zram", "original", tmp_path)
     assert built["swap"] == {"serial": spec.SWAP_SERIAL, "zram_mb": z.guest_swap_mb, "disk": False}
     assert schema.problems("spec", built) == []
-    # only the swap medium differs (and the regime's range for the flash disk's writes)
+    # only the swap medium differs, with the compressibility it needs (and
+    # the regime's range for the flash disk's writes)
     same = {k: v for k, v in flash.raw.items() if k not in ("name", "description", "regime")}
     assert {k: v for k, v in z.raw.items() if k not in ("name", "description")} == {
         **same,
         "phone": {**flash.raw["phone"], "swap": "zram"},
+        "zram": {"compression_ratio": 2.5},
     }
     flash_spec = _build("pixel6pro", "original", tmp_path)
-    assert {k: v for k, v in built.items() if k != "swap"} == {
-        k: v for k, v in flash_spec.items() if k != "swap"
+    assert {k: v for k, v in built.items() if k not in ("swap", "heap")} == {
+        k: v for k, v in flash_spec.items() if k not in ("swap", "heap")
     }
+    # 2.5:1: 204 random words and the canary, 205 of the page's 512 words
+    assert (built["heap"], flash_spec["heap"]) == ({"random_words": 204}, {"random_words": 0})
+
+
+@pytest.mark.parametrize(
+    ("zram", "message"),
+    [
+        (None, "missing `zram`"),
+        ("[zram]\ncompression_ratio = 0.5\n", "compression_ratio must be in"),
+        ("[zram]\ncompression_ratio = 100\n", "compression_ratio must be in"),
+    ],
+)
+def test_a_zram_profile_needs_a_compression_ratio_in_range(tmp_path, zram, message):
+    text = (paths.PROFILES_DIR / "pixel6pro-zram.toml").read_text()
+    start, end = text.index("[zram]"), text.index("[flash]")
+    f = tmp_path / "p.toml"
+    f.write_text(text[:start] + (zram or "") + text[end:])
+    with pytest.raises(UserError, match=message):
+        profiles.parse(tomlfile.load(f, "profile"), f)
+
+
+def test_a_flash_profile_refuses_zram_settings(tmp_path):
+    text = (paths.PROFILES_DIR / "pixel6pro.toml").read_text()
+    f = tmp_path / "p.toml"
+    f.write_text(text + "\n[zram]\ncompression_ratio = 2.5\n")
+    with pytest.raises(UserError, match=r"\[zram\] is for a profile with"):
+        profiles.parse(tomlfile.load(f, "profile"), f)
 
 
 def test_a_bad_swap_medium_is_one_line(tmp_path):

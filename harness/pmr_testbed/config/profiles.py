@@ -18,7 +18,11 @@ on the throttled swap disk of `swap_mb`, `zram` on a zram device of
 `swap_mb` (guest scale) alone; the swap disk is attached either way, but
 a zram profile does not swap on it, so figures of the disk's writes, its
 fio bandwidth and the regime checks that weigh them are not applicable
-to it.
+to it. A zram profile has `[zram] compression_ratio`, how well the apps'
+heap pages compress (original over stored size): the apps write that
+share of each page with pseudo-random words at its first write and leave
+the rest zero (spec.json `heap.random_words`). On flash the content does
+not matter and a page gets its canary word alone.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from ..tomlfile import positive, require
 PAGE_KB = 4
 # `[phone] swap`: what the guest swaps to (spec.json `swap`)
 SWAP_MEDIA = ("flash", "zram")
+WORDS_PER_PAGE = 512  # 64-bit words in a 4 KiB page
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,19 @@ class Profile:
     unmap_unit_kb: int
     raw: dict
     swap: str = "flash"  # one of SWAP_MEDIA
+    # `[zram] compression_ratio` of a zram profile; None on flash
+    zram_compression_ratio: float | None = None
+
+    @property
+    def heap_random_words(self) -> int:
+        """spec.json `heap.random_words`: the words of pseudo-random data
+        after the canary in each heap page, so that the page compresses by
+        about the profile's ratio (lz4 stores random bytes as they are and
+        a run of zeros in a few bytes); 0 on flash."""
+        if self.zram_compression_ratio is None:
+            return 0
+        words = round(WORDS_PER_PAGE / self.zram_compression_ratio) - 1
+        return max(0, min(WORDS_PER_PAGE - 1, words))
 
     @property
     def swaps_to_disk(self) -> bool:
@@ -146,6 +164,20 @@ def _swap_medium(phone: dict, where: str) -> str:
     return medium
 
 
+def _zram_compression(data: dict, medium: str, where: str) -> float | None:
+    """`[zram] compression_ratio`: required on a zram profile, in [1, 64];
+    refused on a flash one."""
+    if medium != "zram":
+        if "zram" in data:
+            raise UserError(f'{where}: [zram] is for a profile with [phone] swap = "zram"')
+        return None
+    table = require(data, "zram", dict, where)
+    ratio = positive(table, "compression_ratio", f"{where} [zram]")
+    if not 1 <= ratio <= 64:
+        raise UserError(f"{where} [zram]: compression_ratio must be in [1, 64], got {ratio}")
+    return float(ratio)
+
+
 def load(name: str) -> Profile:
     path = tomlfile.find(paths.PROFILES_DIR, name, "profile")
     return parse(tomlfile.load(path, "profile"), path)
@@ -177,5 +209,6 @@ def parse(data: dict, path: Path) -> Profile:
         cpus=int(positive(guest, "cpus", f"{where} [guest]")),
         unmap_unit_kb=int(pmr.get("unmap_unit_kb", 1024)),
         raw=data,
-        swap=_swap_medium(phone, f"{where} [phone]"),
+        swap=(medium := _swap_medium(phone, f"{where} [phone]")),
+        zram_compression_ratio=_zram_compression(data, medium, where),
     )

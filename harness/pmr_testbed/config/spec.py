@@ -145,6 +145,9 @@ def build(
             "background": [a.name for a in scenario.system + scenario.background],
             "background_use": background_use(scenario.background_use),
         },
+        # the apps' heap pages: the canary word and, on zram, data that
+        # compresses like the profile's ratio (profiles.py)
+        "heap": {"random_words": profile.heap_random_words},
         "zygote": {
             "shared_mb": profile.scale_mb(scenario.zygote_shared_mb)
             if scenario.zygote_shared_mb

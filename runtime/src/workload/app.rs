@@ -60,6 +60,8 @@ pub struct ProcessModel {
     pub app: String,
     pub label: String,
     pub salt: u64,
+    /// Pseudo-random words after the canary in each heap page (spec.heap).
+    pub random_words: usize,
     /// The start-up footprint.
     pub heap_pages: usize,
     /// The most the heap grows to while used (>= heap_pages).
@@ -86,6 +88,7 @@ impl ProcessModel {
             app: app.name.clone(),
             label: format!("{}[{index}]", app.name),
             salt: pattern::salt(&app.name, index),
+            random_words: spec.heap.random_words as usize,
             heap_pages,
             peak_pages: pages_of_mb(app.peak_anon_mb() / share).max(heap_pages),
             fg_growth_pages_per_s: app.fg_growth_mb_per_s / share * pages_of_mb(1.0) as f64,
@@ -137,16 +140,19 @@ pub fn rotating(cursor: &mut usize, count: usize, limit: usize) -> Vec<usize> {
 struct Heap {
     region: AnonRegion,
     salt: u64,
+    /// Pseudo-random words after the canary at a page's first write.
+    random_words: usize,
     filled: AtomicUsize,
     label: String,
 }
 
 impl Heap {
     /// A heap in `region`, none of it written yet.
-    fn new(region: AnonRegion, salt: u64, label: &str) -> Heap {
+    fn new(region: AnonRegion, salt: u64, random_words: usize, label: &str) -> Heap {
         Heap {
             region,
             salt,
+            random_words,
             filled: AtomicUsize::new(0),
             label: label.to_string(),
         }
@@ -182,10 +188,17 @@ impl Heap {
         self.filled.fetch_max(pages, Ordering::Release);
     }
 
+    /// The first write of pages `from..to`: the canary word, then
+    /// `random_words` of data derived from it (the rest stays zero).
     fn fill_range(&self, from: usize, to: usize) {
         for page in from..to {
-            self.words()[page * WORDS_PER_PAGE]
-                .store(pattern::word(self.salt, page, 0), Ordering::Relaxed);
+            let words = &self.words()[page * WORDS_PER_PAGE..][..=self.random_words];
+            let mut x = pattern::word(self.salt, page, 0);
+            words[0].store(x, Ordering::Relaxed);
+            for w in &words[1..] {
+                x = pattern::splitmix64(x);
+                w.store(x, Ordering::Relaxed);
+            }
         }
     }
 
@@ -289,7 +302,7 @@ impl Process {
         preload.check()?;
         cpu_work(model.init_iters);
         meter.step("init");
-        let heap = Heap::new(region, model.salt, &model.label);
+        let heap = Heap::new(region, model.salt, model.random_words, &model.label);
         heap.fill_to_parallel(model.launch_pages, model.launch_threads);
         meter.step("heap");
         let process = Process {
@@ -542,7 +555,7 @@ mod tests {
 
     #[test]
     fn parallel_fill_writes_every_page_once() {
-        let heap = Heap::new(AnonRegion::new(103 * PAGE_SIZE).unwrap(), 11, "t[0]");
+        let heap = Heap::new(AnonRegion::new(103 * PAGE_SIZE).unwrap(), 11, 0, "t[0]");
         heap.fill_to(5);
         heap.fill_to_parallel(103, 4);
         assert_eq!(heap.filled(), 103);
@@ -550,6 +563,22 @@ mod tests {
         // more threads than pages, and nothing to fill
         heap.fill_to_parallel(103, 16);
         assert_eq!(heap.filled(), 103);
+    }
+
+    #[test]
+    fn a_page_gets_its_canary_then_random_words_then_zeros() {
+        let heap = Heap::new(AnonRegion::new(2 * PAGE_SIZE).unwrap(), 5, 204, "t[0]");
+        heap.fill_to(2);
+        for page in 0..2 {
+            let words = &heap.words()[page * WORDS_PER_PAGE..][..WORDS_PER_PAGE];
+            let values: Vec<u64> = words.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+            assert!(pattern::verify(5, page, values[0]));
+            assert!(values[1..=204].iter().all(|&v| v != 0));
+            let distinct: std::collections::HashSet<u64> = values[..=204].iter().copied().collect();
+            assert_eq!(distinct.len(), 205, "the random words repeat");
+            assert!(values[205..].iter().all(|&v| v == 0));
+        }
+        heap.touch(0..2).unwrap();
     }
 
     #[test]
@@ -568,7 +597,7 @@ mod tests {
 
     #[test]
     fn heap_canary_detects_corruption() {
-        let heap = Heap::new(AnonRegion::new(8 * PAGE_SIZE).unwrap(), 7, "t[0]");
+        let heap = Heap::new(AnonRegion::new(8 * PAGE_SIZE).unwrap(), 7, 0, "t[0]");
         heap.fill_to(8);
         heap.touch(0..8).unwrap();
         heap.rewrite([2, 3], 5).unwrap();
