@@ -6,6 +6,11 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The longest a periodic thread sleeps before it checks for the end of
+/// the run (`Control::every`).
+const WAKE: Duration = Duration::from_millis(100);
 
 #[derive(Default)]
 pub struct Control {
@@ -32,6 +37,30 @@ impl Control {
 
     pub fn failure(&self) -> Option<String> {
         self.failure.lock().expect("failure lock").clone()
+    }
+
+    /// Call `tick` at `first`, `first + period`, ... until the run stops,
+    /// skipping the slots it fell behind on; the first error ends it.
+    pub fn every<E>(
+        &self,
+        first: Instant,
+        period: Duration,
+        mut tick: impl FnMut() -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut next = first;
+        loop {
+            while !self.stopped() && Instant::now() < next {
+                std::thread::sleep((next - Instant::now()).min(WAKE));
+            }
+            if self.stopped() {
+                return Ok(());
+            }
+            tick()?;
+            next += period;
+            while next < Instant::now() {
+                next += period;
+            }
+        }
     }
 }
 
@@ -71,6 +100,24 @@ mod tests {
         assert!(!c.stopped());
         c.stop();
         assert!(c.stopped());
+    }
+
+    #[test]
+    fn every_ticks_until_stopped_and_ends_at_the_first_error() {
+        let c = Control::default();
+        let mut ticks = 0;
+        let period = Duration::from_millis(1);
+        c.every(Instant::now(), period, || {
+            ticks += 1;
+            if ticks == 3 {
+                c.stop();
+            }
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(ticks, 3);
+        let c = Control::default();
+        assert_eq!(c.every(Instant::now(), period, || Err("bad")), Err("bad"));
     }
 
     #[test]

@@ -71,19 +71,7 @@ pub fn spawn(
 
 impl AppMemcg {
     fn run(&mut self, start: Instant, control: &Control) -> Result<()> {
-        let mut next = start;
-        while !control.stopped() {
-            self.sample(start)?;
-            next += PERIOD;
-            // If sampling fell behind, skip the missed slots.
-            while next < Instant::now() {
-                next += PERIOD;
-            }
-            // Wake often enough to notice the end of the run.
-            while !control.stopped() && Instant::now() < next {
-                std::thread::sleep((next - Instant::now()).min(Duration::from_millis(100)));
-            }
-        }
+        control.every(start, PERIOD, || self.sample(start))?;
         self.out.flush().context("cannot write app_memcg.csv")
     }
 

@@ -21,12 +21,10 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub const FILE: &str = "skew_balance.csv";
 const SWAPPINESS: &str = "/proc/sys/vm/swappiness";
-/// The longest the thread sleeps before checking for the end of the run.
-const WAKE: Duration = Duration::from_millis(100);
 
 /// The /proc/vmstat figures the loop works from.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -154,19 +152,9 @@ fn write_swappiness(value: u32) -> Result<()> {
 impl Balance {
     fn run(&mut self, start: Instant, control: &Control) -> Result<()> {
         let period = ms(self.config.period_ms);
-        let mut next = Instant::now() + period;
-        while !control.stopped() {
-            if Instant::now() < next {
-                std::thread::sleep((next - Instant::now()).min(WAKE));
-                continue;
-            }
-            self.period(start.elapsed().as_millis() as u64)?;
-            next += period;
-            // If the loop fell behind, skip the missed periods.
-            while next < Instant::now() {
-                next += period;
-            }
-        }
+        control.every(Instant::now() + period, period, || {
+            self.period(start.elapsed().as_millis() as u64)
+        })?;
         self.out
             .flush()
             .with_context(|| format!("cannot write {FILE}"))

@@ -64,19 +64,11 @@ pub fn scan(pid: i32, vmas: &[Range<u64>]) -> io::Result<Vec<Page>> {
 
 /// Fill `buf` from `offset`; the pagemap of a process whose memory is
 /// gone reads as end of file, which is ESRCH here.
-fn read_full_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
-    while !buf.is_empty() {
-        match file.read_at(buf, offset) {
-            Ok(0) => return Err(io::Error::from_raw_os_error(libc::ESRCH)),
-            Ok(n) => {
-                buf = &mut buf[n..];
-                offset += n as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    file.read_exact_at(buf, offset).map_err(|e| match e.kind() {
+        io::ErrorKind::UnexpectedEof => io::Error::from_raw_os_error(libc::ESRCH),
+        _ => e,
+    })
 }
 
 /// The error says the process ended: its /proc directory or its memory
