@@ -782,8 +782,7 @@ SWITCH_KIND_COLUMNS = [
 
 def switch_kind_table(schemes: dict[str, dict]) -> list[str]:
     """Response time split into cold and hot switches (metrics.switch_kinds)."""
-    rows = _rows(schemes, SWITCH_KIND_COLUMNS, lambda e: e.get("switch_kinds"))
-    return md_table(["scheme", *(title for _, title in SWITCH_KIND_COLUMNS)], rows) if rows else []
+    return _scheme_table(schemes, SWITCH_KIND_COLUMNS, lambda e: e.get("switch_kinds"))
 
 
 # where a launch's time went, as the slowest process of the app measured it
@@ -811,10 +810,9 @@ def launch_cost_table(schemes: dict[str, dict], kind: str) -> list[str]:
             for k, t in LAUNCH_COST_STEPS[kind] + LAUNCH_COST_SPLIT
         ),
     ]
-    rows = _rows(
+    return _scheme_table(
         schemes, columns, lambda e: get_path(e, f"switch_kinds.{kind}.cost.wall_ms") is not None
     )
-    return md_table(["scheme", *(title for _, title in columns)], rows) if rows else []
 
 
 PMR_COLUMNS = [
@@ -849,6 +847,13 @@ def _rows(schemes: dict[str, dict], columns: list[tuple[str, str]], keep) -> lis
     ]
 
 
+def _scheme_table(schemes: dict[str, dict], columns: list[tuple[str, str]], keep) -> list[str]:
+    """The table of _rows() under a `scheme` column and the columns' titles;
+    no lines when no scheme is kept."""
+    rows = _rows(schemes, columns, keep)
+    return md_table(["scheme", *(title for _, title in columns)], rows) if rows else []
+
+
 LRU_BALANCE_COLUMNS = [
     ("lru_balance.file_refaults", "file refaults"),
     ("lru_balance.file_activated_share", "share activated"),
@@ -861,8 +866,7 @@ LRU_BALANCE_COLUMNS = [
 
 def lru_balance_table(schemes: dict[str, dict]) -> list[str]:
     """How reclaim balanced the LRU lists (lru_balance.py)."""
-    rows = _rows(schemes, LRU_BALANCE_COLUMNS, lambda e: e.get("lru_balance"))
-    return md_table(["scheme", *(title for _, title in LRU_BALANCE_COLUMNS)], rows) if rows else []
+    return _scheme_table(schemes, LRU_BALANCE_COLUMNS, lambda e: e.get("lru_balance"))
 
 
 SWAP_FATE_COLUMNS = [
@@ -886,8 +890,7 @@ def swap_fate_table(schemes: dict[str, dict]) -> list[str]:
         for c in SWAP_FATE_PMR_COLUMNS
         if any(get_path(e, c[0]) is not None for e in schemes.values())
     ]
-    rows = _rows(schemes, columns, lambda e: e.get("swap_fate"))
-    return md_table(["scheme", *(title for _, title in columns)], rows) if rows else []
+    return _scheme_table(schemes, columns, lambda e: e.get("swap_fate"))
 
 
 def pmr_table(schemes: dict[str, dict]) -> list[str]:
@@ -896,8 +899,7 @@ def pmr_table(schemes: dict[str, dict]) -> list[str]:
     columns = PMR_COLUMNS + [
         c for c in PMR_BULK_COLUMNS if any(get_path(e, c[0]) is not None for e in with_pmr.values())
     ]
-    rows = _rows(with_pmr, columns, lambda e: True)
-    return md_table(["scheme", *(title for _, title in columns)], rows) if rows else []
+    return _scheme_table(with_pmr, columns, lambda e: True)
 
 
 WRITEBACK_COLUMNS = [
@@ -919,12 +921,11 @@ WRITEBACK_COLUMNS = [
 def writeback_table(schemes: dict[str, dict]) -> list[str]:
     """Unmap and pageout cost and PMR's bulk batches, for the schemes whose
     kernel reported them."""
-    rows = _rows(
+    return _scheme_table(
         schemes,
         WRITEBACK_COLUMNS,
         lambda e: e.get("writeback") is not None or e.get("bulk") is not None,
     )
-    return md_table(["scheme", *(title for _, title in WRITEBACK_COLUMNS)], rows) if rows else []
 
 
 KSWAPD_ROUND_COLUMNS = [
@@ -943,8 +944,9 @@ KSWAPD_ROUND_COLUMNS = [
 
 def kswapd_round_table(schemes: dict[str, dict]) -> list[str]:
     """kswapd's rounds (Figs. 5 and 6), for the schemes whose kernel traced them."""
-    rows = _rows(schemes, KSWAPD_ROUND_COLUMNS, lambda e: e.get("kswapd_rounds") is not None)
-    return md_table(["scheme", *(title for _, title in KSWAPD_ROUND_COLUMNS)], rows) if rows else []
+    return _scheme_table(
+        schemes, KSWAPD_ROUND_COLUMNS, lambda e: e.get("kswapd_rounds") is not None
+    )
 
 
 REFAULT_COLUMNS = [
@@ -962,8 +964,7 @@ REFAULT_COLUMNS = [
 
 def refault_table(schemes: dict[str, dict]) -> list[str]:
     """The apps' refaults in front and behind (app_refaults.py)."""
-    rows = _rows(schemes, REFAULT_COLUMNS, lambda e: e.get("refaults") is not None)
-    return md_table(["scheme", *(title for _, title in REFAULT_COLUMNS)], rows) if rows else []
+    return _scheme_table(schemes, REFAULT_COLUMNS, lambda e: e.get("refaults") is not None)
 
 
 ACCLAIM_COLUMNS = [
@@ -981,12 +982,11 @@ ACCLAIM_COLUMNS = [
 
 def acclaim_table(schemes: dict[str, dict]) -> list[str]:
     """Acclaim's counter and LWP's goals, for the schemes on a kernel that has them."""
-    rows = _rows(
+    return _scheme_table(
         schemes,
         ACCLAIM_COLUMNS,
         lambda e: e.get("fae_kept_inactive") is not None or e.get("lwp") is not None,
     )
-    return md_table(["scheme", *(title for _, title in ACCLAIM_COLUMNS)], rows) if rows else []
 
 
 SKEW_COLUMNS = [
@@ -1007,8 +1007,7 @@ SKEW_COLUMNS = [
 def skew_table(schemes: dict[str, dict]) -> list[str]:
     """Skew rectification's pageouts and swappiness (skew.py), for the
     schemes whose runs have them."""
-    rows = _rows(schemes, SKEW_COLUMNS, lambda e: e.get("skew") is not None)
-    return md_table(["scheme", *(title for _, title in SKEW_COLUMNS)], rows) if rows else []
+    return _scheme_table(schemes, SKEW_COLUMNS, lambda e: e.get("skew") is not None)
 
 
 def skew_part(name: str) -> bool:
@@ -1062,8 +1061,7 @@ ANON_FILE_COLUMNS = [
 def anon_file_table(schemes: dict[str, dict]) -> list[str]:
     """The anon:file ratio (anon_file.py) beside the hot switches' time,
     file refaults and swap-ins, for the schemes whose runs have the ratio."""
-    rows = _rows(schemes, ANON_FILE_COLUMNS, lambda e: e.get("anon_file_ratio") is not None)
-    return md_table(["scheme", *(title for _, title in ANON_FILE_COLUMNS)], rows) if rows else []
+    return _scheme_table(schemes, ANON_FILE_COLUMNS, lambda e: e.get("anon_file_ratio") is not None)
 
 
 ZRAM_COLUMNS = [
@@ -1077,8 +1075,7 @@ ZRAM_COLUMNS = [
 
 def zram_table(schemes: dict[str, dict]) -> list[str]:
     """The zram device's sizes (zram.py), for the schemes whose runs swapped to zram."""
-    rows = _rows(schemes, ZRAM_COLUMNS, lambda e: e.get("zram") is not None)
-    return md_table(["scheme", *(title for _, title in ZRAM_COLUMNS)], rows) if rows else []
+    return _scheme_table(schemes, ZRAM_COLUMNS, lambda e: e.get("zram") is not None)
 
 
 HOST_CPU_COLUMNS = [
@@ -1094,8 +1091,7 @@ HOST_CPU_COLUMNS = [
 
 def host_cpu_table(schemes: dict[str, dict]) -> list[str]:
     """The host's CPU while the guests ran (host_cpu.py), where it was sampled."""
-    rows = _rows(schemes, HOST_CPU_COLUMNS, lambda e: e.get("host_cpu") is not None)
-    return md_table(["scheme", *(title for _, title in HOST_CPU_COLUMNS)], rows) if rows else []
+    return _scheme_table(schemes, HOST_CPU_COLUMNS, lambda e: e.get("host_cpu") is not None)
 
 
 SWEEP_COLUMNS = [
