@@ -22,9 +22,10 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   mean_launch_cost()), empty for a runtime that measured none.
 - reclaim throughput: the swap device's write throughput (the paper's
   definition, §2.2.2), from `write_sectors` (512-byte units) in diskstat.csv.
-  On a profile that swaps to zram (spec.json `swap.disk` false) it is the
-  zram device's writes where diskstat.csv samples a zram device, else not
-  applicable (no figures, and diskstat.csv need not be there).
+  On a profile that swaps to zram (spec.json `swap.disk` false) every page
+  swapped out is written to the zram device: there it is vmstat.csv's
+  `pswpout` (4-KiB pages), and diskstat.csv (the swap disk, not swapped
+  on) is not read.
   The cumulative counter is linearly interpolated at whole seconds of
   workload time and differenced, giving MB/s for every full 1-s window the
   samples cover. `reclaim_mbps.peak` is the largest window;
@@ -276,7 +277,7 @@ def load_run(run_dir: Path) -> RunMetrics:
     if medium == "flash":
         t_s, mbps = reclaim_throughput(run_dir / "diskstat.csv", run["swap_dev"])
     else:
-        t_s, mbps = zram_throughput(run_dir / "diskstat.csv")
+        t_s, mbps = zram_throughput(vmstat)
     threads = _read_optional_json(run_dir / "threads_cpu.json")
     hist = _read_optional_json(run_dir / "swap_write_hist.json")
     try:
@@ -638,19 +639,15 @@ def reclaim_throughput(path: Path, swap_dev: str) -> tuple[list[float], list[flo
     return per_window_mbps(t_ms, written)
 
 
-def zram_throughput(path: Path) -> tuple[list[float], list[float]]:
-    """reclaim_throughput() of a run that swaps to zram: the zram device's
-    write MB/s where diskstat.csv samples one zram device, else none (the
-    figure does not apply to a swap disk the run does not swap on)."""
-    if not path.exists():
-        return [], []
-    header, rows = read_table(path, min_rows=0)
-    if "dev" not in header or len(rows) < 2:
-        return [], []
-    devs = {row[header.index("dev")] for row in rows}
-    if len(devs) != 1 or not next(iter(devs)).startswith("zram"):
-        return [], []
-    return reclaim_throughput(path, devs.pop())
+def zram_throughput(vmstat: Table) -> tuple[list[float], list[float]]:
+    """reclaim_throughput() of a run that swaps to zram alone, from
+    vmstat.csv's table: the pages swapped out (`pswpout`), every one of
+    them a write to the zram device."""
+    header, rows = vmstat
+    t, out = header.index("t_ms"), header.index("pswpout")
+    t_ms = np.array([float(r[t]) for r in rows])
+    written = np.array([float(r[out]) for r in rows]) * PAGE_BYTES
+    return per_window_mbps(t_ms, written)
 
 
 def per_window_mbps(t_ms: np.ndarray, byte_count: np.ndarray) -> tuple[list[float], list[float]]:

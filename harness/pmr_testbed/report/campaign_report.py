@@ -1224,7 +1224,7 @@ def disk_share_lines(s: dict) -> list[str]:
         return [
             "The swap disk's bandwidth and each scheme's peak as a share of it: n/a (the "
             "profile swaps to zram, not on the swap disk). Reclaim throughput here is the "
-            "zram device's writes where the guest sampled them, else n/a (–)."
+            "zram device's writes (vmstat pswpout)."
         ]
     if not bw:
         return ["The swap disk's bandwidth was not measured (campaign from before the fio boot)."]
