@@ -12,7 +12,7 @@ SCHEMES ?= original,mglru,pps,pmr
 OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
 
 .PHONY: setup main test lint unit-test integration-test kernel debug-kernel smoke reliability \
-	pmr-reliability pmr-faults pmr-debug kswapd-threads-reliability acclaim-reliability debug-probes unit-sweep paper paper-quick paper-thorough \
+	pmr-reliability pmr-faults pmr-debug kswapd-threads-reliability acclaim-reliability ice-debug debug-probes unit-sweep paper paper-quick paper-thorough \
 	schemas
 
 setup:
@@ -68,7 +68,8 @@ reliability: setup
 # KASAN), `smoke` under pps and pmr, the toggling run with 2 x RAM
 # swapped (KASAN under TCG is slow) and DEBUG_PROBES, every probe.
 DEBUG_PROBES = zygote-batches lru-gen-off-window used-victims-fallback removed-memcg-reclaim \
-	file-victims-without-swap v1-memsw-file-victims touched-victims swap-cached-victims
+	file-victims-without-swap v1-memsw-file-victims touched-victims swap-cached-victims \
+	ice-refault-freeze ice-frozen-first
 PMR_TOGGLE = --toggle /sys/kernel/mm/pmr/enabled=0,1,2,3 --toggle-refused 3 --toggles 100
 STAMP := $(shell date +%Y%m%d-%H%M%S)
 
@@ -120,6 +121,18 @@ acclaim-reliability: setup
 		--flavour debug --out results/debug-smoke-acclaim-$(STAMP)
 	$(PMRTB) reliability --profile pixel5 --scheme acclaim+pmr --flavour debug \
 		$(ACCLAIM_TOGGLE) --swap-factor 2 $(RELIABILITY_ARGS)
+
+# The Ice baseline (kernel/baselines/ice) on the debug kernel: `ice-smoke`
+# under ice, ice-plus and ice-plus+pmr (freezing, thawing, frozen-first
+# reclaim), then its two probes. The runs fail on a splat or an app left
+# frozen.
+ice-debug: setup
+	$(PMRTB) build-kernel --flavour debug
+	$(PMRTB) run --scenario ice-smoke --profile pixel5-zram --schemes ice,ice-plus,ice-plus+pmr \
+		--reps 1 --flavour debug --out results/debug-ice-smoke-$(STAMP)
+	rc=0; for p in ice-refault-freeze ice-frozen-first; do \
+		$(PMRTB) probe $$p 2 --flavour debug --out results/debug-probe-$$p-$(STAMP) || rc=1; \
+	done; exit $$rc
 
 # Every probe of DEBUG_PROBES runs; the target fails if any did not pass.
 debug-probes: setup
