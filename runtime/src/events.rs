@@ -4,6 +4,7 @@
 
 use crate::lmkd::decision::{KillReason, Level};
 use crate::spec::SkewAdvice;
+use crate::workload::ice::{FreezeCause, ThawCause};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -12,7 +13,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -46,6 +47,10 @@ pub enum Event<'a> {
         /// What the launch cost its slowest process (launch_cost.rs).
         #[serde(skip_serializing_if = "BTreeMap::is_empty")]
         cost: BTreeMap<String, f64>,
+        /// Ice thawed the app's cgroup in the launch: how long that took,
+        /// ms (part of response_ms).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thaw_ms: Option<f64>,
     },
     Launch {
         app: &'a str,
@@ -55,6 +60,9 @@ pub enum Event<'a> {
         /// As for a switch.
         #[serde(skip_serializing_if = "BTreeMap::is_empty")]
         cost: BTreeMap<String, f64>,
+        /// As for a switch.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thaw_ms: Option<f64>,
     },
     Kill {
         app: &'a str,
@@ -65,6 +73,10 @@ pub enum Event<'a> {
         reason: KillReason,
         min_adj: i32,
         thrashing: i64,
+        /// With Ice+'s `spare_swapped`: candidates passed over because
+        /// their app held swap.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        spared: Option<u32>,
     },
     AppDied {
         app: &'a str,
@@ -90,6 +102,29 @@ pub enum Event<'a> {
         cpu_ms: f64,
         advice: SkewAdvice,
     },
+    /// Ice froze `app`'s cgroup (workload/ice.rs).
+    IceFreeze {
+        app: &'a str,
+        cause: FreezeCause,
+    },
+    /// Ice thawed `app`'s cgroup after `frozen_ms` frozen.
+    IceThaw {
+        app: &'a str,
+        cause: ThawCause,
+        frozen_ms: f64,
+    },
+    /// An MDT epoch started with frozen apps: they stay frozen for
+    /// `freeze_ms` (E_f, from Eq. 1 with these figures).
+    IceEpoch {
+        freeze_ms: f64,
+        available_kb: i64,
+        high_wm_kb: i64,
+    },
+    /// Ice thawed every app at the end of the run: `frozen` app cgroups
+    /// still read frozen.
+    IceEnd {
+        frozen: usize,
+    },
 }
 
 #[derive(Serialize)]
@@ -101,6 +136,8 @@ struct Record<'a> {
 
 pub struct EventLog {
     start: Instant,
+    /// `start` on CLOCK_MONOTONIC, for the app processes (`start_monotonic`).
+    start_mono: Duration,
     out: Mutex<BufWriter<File>>,
     switches: AtomicU64,
     kills: AtomicU64,
@@ -112,6 +149,7 @@ impl EventLog {
             File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         Ok(EventLog {
             start,
+            start_mono: crate::sys::monotonic().saturating_sub(start.elapsed()),
             out: Mutex::new(BufWriter::new(file)),
             switches: AtomicU64::new(0),
             kills: AtomicU64::new(0),
@@ -129,6 +167,12 @@ impl EventLog {
         writeln!(out, "{line}")
             .and_then(|()| out.flush())
             .context("cannot write events.jsonl")
+    }
+
+    /// When the workload started, on CLOCK_MONOTONIC: how other processes
+    /// (the apps, for ticks.csv) put their times on this log's clock.
+    pub fn start_monotonic(&self) -> Duration {
+        self.start_mono
     }
 
     /// Workload time, the `t_ms` of an event logged now.
@@ -166,6 +210,7 @@ mod tests {
                 ("heap_ms".to_string(), 800.5),
                 ("wall_ms".to_string(), 812.0),
             ]),
+            thaw_ms: None,
         };
         assert_eq!(
             to_line(1234, &switch),
@@ -187,6 +232,7 @@ mod tests {
             reason: KillReason::LowSwapAndThrashing,
             min_adj: 201,
             thrashing: 130,
+            spared: None,
         };
         assert_eq!(
             to_line(5, &kill),
@@ -216,6 +262,67 @@ mod tests {
     }
 
     #[test]
+    fn ice_lines_match_the_documented_shapes() {
+        let cases = [
+            (
+                Event::IceFreeze {
+                    app: "whatsapp",
+                    cause: FreezeCause::RpfUser,
+                },
+                r#"{"t_ms":9,"type":"ice_freeze","app":"whatsapp","cause":"rpf_user"}"#,
+            ),
+            (
+                Event::IceThaw {
+                    app: "whatsapp",
+                    cause: ThawCause::Launch,
+                    frozen_ms: 16000.5,
+                },
+                r#"{"t_ms":9,"type":"ice_thaw","app":"whatsapp","cause":"launch","frozen_ms":16000.5}"#,
+            ),
+            (
+                Event::IceEpoch {
+                    freeze_ms: 32000.0,
+                    available_kb: 20000,
+                    high_wm_kb: 30000,
+                },
+                r#"{"t_ms":9,"type":"ice_epoch","freeze_ms":32000.0,"available_kb":20000,"high_wm_kb":30000}"#,
+            ),
+            (
+                Event::IceEnd { frozen: 0 },
+                r#"{"t_ms":9,"type":"ice_end","frozen":0}"#,
+            ),
+            (
+                Event::Launch {
+                    app: "chrome",
+                    kind: LaunchKind::Hot,
+                    response_ms: 50.0,
+                    role: "background_use",
+                    cost: BTreeMap::new(),
+                    thaw_ms: Some(1.25),
+                },
+                r#"{"t_ms":9,"type":"launch","app":"chrome","kind":"hot","response_ms":50.0,"role":"background_use","thaw_ms":1.25}"#,
+            ),
+            (
+                Event::Kill {
+                    app: "firefox",
+                    pid: 1,
+                    adj: 900,
+                    rss_kb: 4,
+                    level: Level::Critical,
+                    reason: KillReason::NotResponding,
+                    min_adj: 0,
+                    thrashing: 0,
+                    spared: Some(2),
+                },
+                r#"{"t_ms":9,"type":"kill","app":"firefox","pid":1,"adj":900,"rss_kb":4,"level":"critical","reason":"not_responding","min_adj":0,"thrashing":0,"spared":2}"#,
+            ),
+        ];
+        for (event, line) in cases {
+            assert_eq!(to_line(9, &event), line);
+        }
+    }
+
+    #[test]
     fn counts_switches_and_kills() {
         let dir = std::env::temp_dir().join(format!("pmr-events-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -227,6 +334,7 @@ mod tests {
             response_ms: 1.0,
             role: "background",
             cost: BTreeMap::new(),
+            thaw_ms: None,
         })
         .unwrap();
         assert_eq!((log.switches(), log.kills()), (0, 0));

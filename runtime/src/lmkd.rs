@@ -31,7 +31,10 @@
 //!   (perceptible + 1); a critical PSI stall lowers the minimum to 0.
 //! - Victims (victim.rs): from adj 1000 down to the minimum, the heaviest
 //!   (`kill_heaviest_task`, and always at or below the perceptible adj) or
-//!   the process that has held its adj longest.
+//!   the process that has held its adj longest. With Ice+'s
+//!   `spare_swapped`, the candidates whose app's cgroup holds swap
+//!   (memory.swap.current > 0, read at kill time) come after all others;
+//!   the kill event says how many it passed over (`spared`).
 //! - Killing: SIGKILL through a pidfd, the victim's memory released by a
 //!   reaper thread with process_mrelease, and no further kill until the
 //!   victim's pidfd reports its exit or `kill_timeout_ms` passes (polling
@@ -66,12 +69,14 @@ use crate::sys::proc_files::{self, Watermarks};
 use crate::sys::psi::{self, Stall, Trigger};
 use anyhow::{bail, Context, Result};
 use decision::{Decision, KillPlan, Level, Reclaim, Snapshot, VmCounters, PAGE_KB};
+use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use victim::{kill_order, Candidate};
+use victim::{kill_order, spare_swapped, Candidate};
 use wakeup_log::WakeupLog;
 
 /// How often an idle lmkd wakes to notice that the run is over.
@@ -112,17 +117,21 @@ pub struct Lmkd {
     releaser: Sender<OwnedFd>,
     polling: Polling,
     wakeups: WakeupLog,
+    /// Ice+: the directory of the apps' cgroups, whose swap spares them.
+    spare_swapped: Option<PathBuf>,
 }
 
 impl Lmkd {
     /// Install the PSI triggers and start the reaper thread; each wakeup
-    /// is recorded in `wakeups` (wakeup_log.rs).
+    /// is recorded in `wakeups` (wakeup_log.rs). With `spare_swapped`
+    /// (the apps' cgroups), candidates whose app holds swap go last.
     pub fn new(
         cfg: &LmkdConfig,
         registry: Arc<ProcRegistry>,
         events: Arc<EventLog>,
         control: Arc<Control>,
         wakeups: WakeupLog,
+        spare_swapped: Option<PathBuf>,
     ) -> Result<Lmkd> {
         let window = ms(cfg.window_ms);
         let triggers = vec![
@@ -168,6 +177,7 @@ impl Lmkd {
                 resume: false,
             },
             wakeups,
+            spare_swapped,
         })
     }
 
@@ -371,18 +381,38 @@ impl Lmkd {
                 })
             })
             .collect();
-        for pid in kill_order(
+        let entry = |pid: i32| {
+            &registered
+                .iter()
+                .find(|(p, _)| *p == pid)
+                .expect("candidate is registered")
+                .1
+        };
+        let order = kill_order(
             &candidates,
             plan.min_adj,
             self.cfg.kill_heaviest_task,
             self.cfg.perceptible_adj,
-        ) {
-            let entry = &registered
-                .iter()
-                .find(|(p, _)| *p == pid)
-                .expect("candidate is registered")
-                .1;
-            if let Some(rss_kb) = self.kill_one(pid, level, plan, &entry.app, entry.adj)? {
+        );
+        let order: Vec<(i32, Option<u32>)> = match &self.spare_swapped {
+            None => order.into_iter().map(|pid| (pid, None)).collect(),
+            Some(apps_cgroup) => {
+                let mut held: HashMap<&str, bool> = HashMap::new();
+                for &pid in &order {
+                    let app = entry(pid).app.as_str();
+                    if !held.contains_key(app) {
+                        held.insert(app, holds_swap(apps_cgroup, app)?);
+                    }
+                }
+                spare_swapped(&order, |pid| held[entry(pid).app.as_str()])
+                    .into_iter()
+                    .map(|(pid, spared)| (pid, Some(spared)))
+                    .collect()
+            }
+        };
+        for (pid, spared) in order {
+            let e = entry(pid);
+            if let Some(rss_kb) = self.kill_one(pid, level, plan, &e.app, e.adj, spared)? {
                 return Ok(rss_kb / PAGE_KB);
             }
         }
@@ -397,6 +427,7 @@ impl Lmkd {
         plan: &KillPlan,
         app: &str,
         adj: i32,
+        spared: Option<u32>,
     ) -> Result<Option<i64>> {
         self.registry.remove(pid);
         let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
@@ -427,7 +458,51 @@ impl Lmkd {
             reason: plan.reason,
             min_adj: plan.min_adj,
             thrashing: plan.thrashing,
+            spared,
         })?;
         Ok(Some(rss_kb))
+    }
+}
+
+/// Whether `app`'s cgroup holds swap (memory.swap.current > 0); a cgroup
+/// gone holds none.
+fn holds_swap(apps_cgroup: &Path, app: &str) -> Result<bool> {
+    let cgroup = apps_cgroup.join(app);
+    let path = cgroup.join("memory.swap.current");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(text
+            .trim()
+            .parse::<u64>()
+            .with_context(|| format!("bad {}: {text:?}", path.display()))?
+            > 0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !cgroup.is_dir() => Ok(false),
+        Err(e) => Err(e).with_context(|| {
+            format!(
+                "lmkd (spare_swapped): cannot read {} (a kernel without swap accounting?)",
+                path.display()
+            )
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swap_held_is_read_from_the_app_cgroup() {
+        let dir = std::env::temp_dir().join(format!("pmr-lmkd-swap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (app, bytes) in [("chrome", "0\n"), ("whatsapp", "8192\n")] {
+            std::fs::create_dir_all(dir.join(app)).unwrap();
+            std::fs::write(dir.join(app).join("memory.swap.current"), bytes).unwrap();
+        }
+        assert!(!holds_swap(&dir, "chrome").unwrap());
+        assert!(holds_swap(&dir, "whatsapp").unwrap());
+        assert!(!holds_swap(&dir, "gone").unwrap(), "no cgroup");
+        std::fs::create_dir_all(dir.join("old")).unwrap();
+        let err = format!("{:#}", holds_swap(&dir, "old").unwrap_err());
+        assert!(err.contains("swap accounting"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

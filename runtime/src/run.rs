@@ -1,7 +1,7 @@
 //! `pmr-guest run`: setup, then the workload with its threads (lmkd, the
-//! metrics sampler, the child reaper, and skew rectification's pageout
-//! worker and swappiness loop if the scheme has them) around the activity
-//! manager, then the result files.
+//! metrics sampler, the child reaper, skew rectification's pageout worker
+//! and swappiness loop and Ice's heartbeat if the scheme has them) around
+//! the activity manager, then the result files.
 //!
 //! Exit status: 2 with one line `pmr-guest: error: ...` for anything that
 //! fails before the workload starts; after that, run.json is always
@@ -24,6 +24,8 @@ use crate::workload::activity_manager::{self, ActivityManager};
 use crate::workload::anon_file_balance;
 use crate::workload::app_files::DATA_MOUNT;
 use crate::workload::child_reaper;
+use crate::workload::ice::Ice;
+use crate::workload::ticks;
 use crate::workload::unused_anon::{idle_bitmap, UnusedAnon};
 use crate::workload::zygote::Zygote;
 
@@ -108,6 +110,7 @@ struct Workload<'a> {
     trace: Option<TraceRecorder>,
     threads_at_start: ThreadTicks,
     unused_anon: Option<UnusedAnon>,
+    ice: Option<Ice>,
 }
 
 impl<'a> Workload<'a> {
@@ -121,6 +124,8 @@ impl<'a> Workload<'a> {
         let start = Instant::now();
         let started_at = SystemTime::now();
         let events = Arc::new(EventLog::create(&spec.out_dir.join("events.jsonl"), start)?);
+        // The app processes append their rows (frames, background periods).
+        ticks::create(&spec.out_dir)?;
         let registry = Arc::new(ProcRegistry::default());
         let control = Arc::new(Control::default());
         let trace = TraceRecorder::start(
@@ -135,6 +140,11 @@ impl<'a> Workload<'a> {
             events.clone(),
             control.clone(),
             WakeupLog::create(&spec.out_dir.join("lmkd.csv"))?,
+            spec.scheme
+                .ice
+                .as_ref()
+                .filter(|i| i.spare_swapped)
+                .map(|_| phone.cgroups.group_dir()),
         )?;
         let threads_at_start = threads_cpu::read(&spec.metrics.reclaim_threads);
         let sampler = metrics::spawn(
@@ -171,6 +181,21 @@ impl<'a> Workload<'a> {
                 UnusedAnon::start(s, spec, bitmap, events.clone(), &control)
             })
             .transpose()?;
+        let ice = spec
+            .scheme
+            .ice
+            .as_ref()
+            .map(|_| {
+                let apps_cgroup = phone.cgroups.group_dir();
+                Ice::start(
+                    spec,
+                    &apps_cgroup,
+                    Path::new("/proc"),
+                    events.clone(),
+                    &control,
+                )
+            })
+            .transpose()?;
         Ok(Workload {
             spec,
             phone,
@@ -185,6 +210,7 @@ impl<'a> Workload<'a> {
             trace,
             threads_at_start,
             unused_anon,
+            ice,
         })
     }
 
@@ -200,6 +226,7 @@ impl<'a> Workload<'a> {
             deaths: self.deaths,
             deadline: self.start + Duration::from_secs_f64(spec.deadline_s),
             unused_anon: self.unused_anon,
+            ice: self.ice,
         });
         let mut result = std::panic::catch_unwind(AssertUnwindSafe(|| manager.run()))
             .unwrap_or_else(|_| {

@@ -87,6 +87,65 @@ pub struct Scheme {
     /// workload/anon_file_balance.rs); off if absent. `run` only.
     #[serde(default)]
     pub skew: Option<Skew>,
+    /// Ice's app freezing (workload/ice.rs) and, with `spare_swapped`,
+    /// Ice+'s lmkd rule; off if absent. `run` only.
+    #[serde(default)]
+    pub ice: Option<Ice>,
+}
+
+/// Ice (TOCS'25): background apps that refault are frozen whole (cgroup v2
+/// freezer) by refault-driven process freezing (RPF) and given a thaw
+/// window now and then by memory-aware dynamic thawing (MDT); an app
+/// brought to the front is thawed inside its launch.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Ice {
+    /// Where refaults are noticed: by the kernel (`memory.ice_freezable`)
+    /// or by polling memory.stat (the ice-us variant).
+    pub rpf: Rpf,
+    /// `user` only: the memory.stat polling period, ms (> 0).
+    pub poll_ms: f64,
+    /// Apps whose current oom_score_adj is at most this are never frozen
+    /// (0..=699).
+    pub protect_adj: i32,
+    pub mdt: Mdt,
+    /// Ice+: lmkd passes over apps with memory.swap.current > 0 while
+    /// another candidate qualifies.
+    pub spare_swapped: bool,
+}
+
+/// Where RPF notices the refaults of background apps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Rpf {
+    /// The kernel freezes a freezable app's cgroup at its refault.
+    Kernel,
+    /// The runtime polls each freezable app's refault counters.
+    User,
+}
+
+/// MDT's heartbeat: each epoch keeps the frozen apps frozen for E_f, then
+/// thaws them for E_t = `thaw_ms`; E_f / E_t = delta * 2^ceil(H_wm / S_am)
+/// (Eq. 1), at most `max_freeze_ms`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Mdt {
+    /// Eq. 1's weight (> 0; the paper's 8.0).
+    pub delta: f64,
+    /// E_t, ms (> 0).
+    pub thaw_ms: f64,
+    /// The cap on E_f, ms (>= delta * 2 * thaw_ms).
+    pub max_freeze_ms: f64,
+    /// Which /proc/meminfo field is S_am.
+    pub available: Available,
+}
+
+/// The /proc/meminfo field MDT takes for the available memory S_am.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Available {
+    MemFree,
+    MemAvailable,
 }
 
 /// Skew rectification (TECS'23): at each switch the anonymous pages the
@@ -209,6 +268,44 @@ impl Scheme {
         if let Some(balance) = self.skew.as_ref().and_then(|s| s.balance.as_ref()) {
             balance.validate()?;
         }
+        if let Some(ice) = &self.ice {
+            ice.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// The previous app's oom_score_adj (workload/oom_adj.rs), the least adj
+/// of a cached app.
+const PREVIOUS_APP_ADJ: i32 = crate::workload::oom_adj::PREVIOUS_APP_ADJ;
+
+impl Ice {
+    pub fn validate(&self) -> Result<()> {
+        ensure!(
+            self.poll_ms.is_finite() && self.poll_ms > 0.0,
+            "scheme.ice.poll_ms must be > 0"
+        );
+        ensure!(
+            (0..PREVIOUS_APP_ADJ).contains(&self.protect_adj),
+            "scheme.ice.protect_adj must be 0..={}: the app in front (adj 0) is never frozen, \
+             and a cached app (adj {PREVIOUS_APP_ADJ} and up) always may be",
+            PREVIOUS_APP_ADJ - 1
+        );
+        let m = &self.mdt;
+        ensure!(
+            m.delta.is_finite() && m.delta > 0.0,
+            "scheme.ice.mdt.delta must be > 0"
+        );
+        ensure!(
+            m.thaw_ms.is_finite() && m.thaw_ms > 0.0,
+            "scheme.ice.mdt.thaw_ms must be > 0"
+        );
+        let least = m.delta * 2.0 * m.thaw_ms;
+        ensure!(
+            m.max_freeze_ms.is_finite() && m.max_freeze_ms >= least,
+            "scheme.ice.mdt.max_freeze_ms must be >= delta * 2 * thaw_ms ({least} ms, the \
+             shortest E_f)"
+        );
         Ok(())
     }
 }
@@ -477,6 +574,26 @@ pub struct AppSpec {
     /// How fast the heap grows beyond `anon_mb` while in the foreground.
     #[serde(default)]
     pub fg_growth_mb_per_s: f64,
+    /// The frames the app draws while in front (workload/frames.rs); none
+    /// if absent.
+    #[serde(default)]
+    pub frame: Option<FrameLoop>,
+}
+
+/// A render thread in the app's first process while the app is in front:
+/// a vsync every `period_ms`; a frame starts at a vsync when none is in
+/// progress, does `work_ms` of CPU work and reads `touch_mb` of the
+/// process's heap at a rotating cursor.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FrameLoop {
+    /// The vsync period, ms (> 0; 16.667 at 60 Hz).
+    pub period_ms: f64,
+    /// CPU work of a frame, guest ms (>= 0).
+    pub work_ms: f64,
+    /// Heap a frame reads and checks, MB (>= 0; guest scale, all of it in
+    /// the first process).
+    pub touch_mb: f64,
 }
 
 impl AppSpec {
@@ -493,6 +610,9 @@ pub const MAX_LAUNCH_THREADS: u32 = 16;
 pub struct BgTouch {
     pub period_ms: f64,
     pub mb: f64,
+    /// CPU work of each period besides the touch, guest ms per process.
+    #[serde(default)]
+    pub cpu_ms: f64,
 }
 
 /// The oom_score_adj class of an app when it is not in the foreground.
@@ -661,6 +781,28 @@ impl Spec {
                     ctx("bg_touch.period_ms")
                 );
                 ensure!(non_negative(bg.mb), "{} must be >= 0", ctx("bg_touch.mb"));
+                ensure!(
+                    non_negative(bg.cpu_ms),
+                    "{} must be >= 0",
+                    ctx("bg_touch.cpu_ms")
+                );
+            }
+            if let Some(f) = &a.frame {
+                ensure!(
+                    f.period_ms.is_finite() && f.period_ms > 0.0,
+                    "{} must be > 0",
+                    ctx("frame.period_ms")
+                );
+                ensure!(
+                    non_negative(f.work_ms),
+                    "{} must be >= 0",
+                    ctx("frame.work_ms")
+                );
+                ensure!(
+                    non_negative(f.touch_mb),
+                    "{} must be >= 0",
+                    ctx("frame.touch_mb")
+                );
             }
         }
         Ok(())
@@ -927,6 +1069,152 @@ mod tests {
             let err = format!("{:#}", parse_value(&v).unwrap_err());
             assert!(err.contains(needle), "{field}: {err}");
         }
+    }
+
+    fn ice() -> serde_json::Value {
+        serde_json::json!({"rpf": "kernel", "poll_ms": 100.0, "protect_adj": 200,
+                           "mdt": {"delta": 8.0, "thaw_ms": 1000.0, "max_freeze_ms": 64000.0,
+                                   "available": "mem_free"},
+                           "spare_swapped": false})
+    }
+
+    #[test]
+    fn ice_is_optional_and_parsed() {
+        assert!(Spec::parse(FIXTURE).unwrap().scheme.ice.is_none());
+        let mut v = fixture_value();
+        v["scheme"]["ice"] = ice();
+        let i = parse_value(&v).unwrap().scheme.ice.unwrap();
+        assert_eq!(
+            (i.rpf, i.poll_ms, i.protect_adj, i.spare_swapped),
+            (Rpf::Kernel, 100.0, 200, false)
+        );
+        assert_eq!(
+            (
+                i.mdt.delta,
+                i.mdt.thaw_ms,
+                i.mdt.max_freeze_ms,
+                i.mdt.available
+            ),
+            (8.0, 1000.0, 64000.0, Available::MemFree)
+        );
+        v["scheme"]["ice"]["rpf"] = "user".into();
+        v["scheme"]["ice"]["mdt"]["available"] = "mem_available".into();
+        v["scheme"]["ice"]["spare_swapped"] = true.into();
+        let i = parse_value(&v).unwrap().scheme.ice.unwrap();
+        assert_eq!(
+            (i.rpf, i.mdt.available, i.spare_swapped),
+            (Rpf::User, Available::MemAvailable, true)
+        );
+        v["scheme"]["ice"] = serde_json::Value::Null;
+        assert!(parse_value(&v).unwrap().scheme.ice.is_none());
+    }
+
+    #[test]
+    fn ice_refuses_unknown_values_fields_and_bad_ranges() {
+        let mut v = fixture_value();
+        for (path, value, needle) in [
+            ("rpf", serde_json::json!("both"), "unknown variant `both`"),
+            (
+                "available",
+                serde_json::json!("free"),
+                "unknown variant `free`",
+            ),
+            (
+                "poll_ms",
+                serde_json::json!(0),
+                "scheme.ice.poll_ms must be > 0",
+            ),
+            (
+                "protect_adj",
+                serde_json::json!(-1),
+                "scheme.ice.protect_adj must be 0..=699",
+            ),
+            (
+                "protect_adj",
+                serde_json::json!(700),
+                "scheme.ice.protect_adj must be 0..=699",
+            ),
+            (
+                "delta",
+                serde_json::json!(0),
+                "scheme.ice.mdt.delta must be > 0",
+            ),
+            (
+                "thaw_ms",
+                serde_json::json!(-1),
+                "scheme.ice.mdt.thaw_ms must be > 0",
+            ),
+            (
+                "max_freeze_ms",
+                serde_json::json!(15999),
+                "max_freeze_ms must be >= delta * 2 * thaw_ms (16000 ms",
+            ),
+        ] {
+            let mut i = ice();
+            if ["delta", "thaw_ms", "max_freeze_ms", "available"].contains(&path) {
+                i["mdt"][path] = value;
+            } else {
+                i[path] = value;
+            }
+            v["scheme"]["ice"] = i;
+            let err = format!("{:#}", parse_value(&v).unwrap_err());
+            assert!(err.contains(needle), "{path}: {err}");
+        }
+        let mut i = ice();
+        i["freeze_ms"] = 1.into();
+        v["scheme"]["ice"] = i;
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("unknown field `freeze_ms`"), "{err}");
+        let mut i = ice();
+        i.as_object_mut().unwrap().remove("spare_swapped");
+        v["scheme"]["ice"] = i;
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("missing field `spare_swapped`"), "{err}");
+    }
+
+    #[test]
+    fn frames_and_background_cpu_are_optional_and_checked() {
+        let spec = Spec::parse(FIXTURE).unwrap();
+        assert!(spec.apps.iter().all(|a| a.frame.is_none()));
+        assert_eq!(
+            spec.app("whatsapp")
+                .unwrap()
+                .bg_touch
+                .as_ref()
+                .unwrap()
+                .cpu_ms,
+            0.0
+        );
+        let mut v = fixture_value();
+        v["apps"][0]["frame"] =
+            serde_json::json!({"period_ms": 16.667, "work_ms": 6, "touch_mb": 2});
+        v["apps"][3]["bg_touch"]["cpu_ms"] = 20.into();
+        let spec = parse_value(&v).unwrap();
+        let f = spec.apps[0].frame.as_ref().unwrap();
+        assert_eq!((f.period_ms, f.work_ms, f.touch_mb), (16.667, 6.0, 2.0));
+        assert_eq!(spec.apps[3].bg_touch.as_ref().unwrap().cpu_ms, 20.0);
+        for (field, value, needle) in [
+            ("period_ms", 0.0, "app chrome: frame.period_ms must be > 0"),
+            ("work_ms", -1.0, "app chrome: frame.work_ms must be >= 0"),
+            ("touch_mb", -1.0, "app chrome: frame.touch_mb must be >= 0"),
+        ] {
+            let mut v = fixture_value();
+            v["apps"][0]["frame"] =
+                serde_json::json!({"period_ms": 16.667, "work_ms": 6, "touch_mb": 2});
+            v["apps"][0]["frame"][field] = value.into();
+            let err = format!("{:#}", parse_value(&v).unwrap_err());
+            assert!(err.contains(needle), "{field}: {err}");
+        }
+        v["apps"][3]["bg_touch"]["cpu_ms"] = (-1.0).into();
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(
+            err.contains("app whatsapp: bg_touch.cpu_ms must be >= 0"),
+            "{err}"
+        );
+        v["apps"][3]["bg_touch"]["cpu_ms"] = 0.into();
+        v["apps"][0]["frame"]["fps"] = 60.into();
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("unknown field `fps`"), "{err}");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use pmr_guest::events::EventLog;
 use pmr_guest::lmkd::proc_registry::{Entry, ProcRegistry};
 use pmr_guest::workload::activity_manager::{ActivityManager, Resources};
 use pmr_guest::workload::child_reaper;
+use pmr_guest::workload::ice::{Ice, FREEZE_FILE, MARK_FILE};
 use pmr_guest::workload::unused_anon::UnusedAnon;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -58,6 +59,10 @@ fn run_with_bitmap(
             let bitmap = idle_bitmap.expect("a stand-in page_idle bitmap");
             UnusedAnon::start(skew, &s.spec, bitmap, events.clone(), &control).unwrap()
         });
+        let ice = s.spec.scheme.ice.as_ref().map(|_| {
+            let proc_dir = Path::new("/proc");
+            Ice::start(&s.spec, &apps_cgroup, proc_dir, events.clone(), &control).unwrap()
+        });
         let mut manager = ActivityManager::new(Resources {
             spec: &s.spec,
             zygote: s.zygote(),
@@ -68,6 +73,7 @@ fn run_with_bitmap(
             deaths,
             deadline: Instant::now() + deadline,
             unused_anon,
+            ice,
         });
         let result = manager.run();
         let snapshot = registry.snapshot();
@@ -144,6 +150,7 @@ fn activity_manager_runs_scenarios() {
     background_apps_in_use_come_to_the_front();
     background_marks_follow_the_front_app();
     skew_advises_every_app_that_leaves_the_front();
+    ice_thaws_in_launches_and_at_the_end();
     deadline_fails_the_run();
 }
 
@@ -357,6 +364,77 @@ fn skew_advises_every_app_that_leaves_the_front() {
     if unsafe { libc::geteuid() } == 0 {
         assert!(pages("marked_pages") > 0, "{p}");
         assert!(std::fs::metadata(&bitmap).unwrap().len() > 0);
+    }
+}
+
+/// Regular files stand in for cgroup.freeze and memory.ice_freezable; the
+/// test plays the kernel, freezing whatsapp whenever it is freezable,
+/// until the scenario is done.
+fn ice_thaws_in_launches_and_at_the_end() {
+    let s = Scratch::new("am-ice", |v| {
+        fast_scenario(v);
+        v["scenario"]["background_use"] =
+            serde_json::json!({"every": 1, "dwell_ms": [20, 40], "apps": ["whatsapp"]});
+        v["scheme"]["ice"] = serde_json::json!({
+            "rpf": "kernel", "poll_ms": 100, "protect_adj": 200, "spare_swapped": false,
+            "mdt": {"delta": 1, "thaw_ms": 20, "max_freeze_ms": 80, "available": "mem_free"}
+        });
+    });
+    for app in &s.spec.apps {
+        let cgroup = s.dir.join("apps").join(&app.name);
+        std::fs::create_dir_all(&cgroup).unwrap();
+        std::fs::write(cgroup.join(FREEZE_FILE), "0").unwrap();
+        std::fs::write(cgroup.join(MARK_FILE), "0").unwrap();
+    }
+    let whatsapp = s.dir.join("apps/whatsapp");
+    let events_path = s.dir.join("events.jsonl");
+    let out = run(&s, Duration::from_secs(60), |_, control| {
+        let read = |f: &str| std::fs::read_to_string(whatsapp.join(f)).unwrap_or_default();
+        while !control.stopped()
+            && !std::fs::read_to_string(&events_path)
+                .unwrap_or_default()
+                .contains(r#""phase":"done""#)
+        {
+            if read(MARK_FILE).trim() == "1" && read(FREEZE_FILE).trim() == "0" {
+                std::fs::write(whatsapp.join(FREEZE_FILE), "1").unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    out.result.unwrap();
+    let uses: Vec<&Value> = of_type(&out.events, "launch")
+        .into_iter()
+        .filter(|e| e["role"] == "background_use")
+        .collect();
+    assert_eq!(uses.len(), 4);
+    let thawed: Vec<f64> = uses.iter().filter_map(|e| e["thaw_ms"].as_f64()).collect();
+    assert!(!thawed.is_empty(), "{uses:?}");
+    assert!(thawed.iter().all(|&t| t >= 0.0));
+    let launch_thaws = of_type(&out.events, "ice_thaw")
+        .into_iter()
+        .filter(|e| e["cause"] == "launch")
+        .count();
+    assert_eq!(launch_thaws, thawed.len());
+    assert!(of_type(&out.events, "switch")
+        .iter()
+        .all(|e| e["thaw_ms"].is_null()));
+    assert!(of_type(&out.events, "ice_freeze")
+        .iter()
+        .all(|e| e["app"] == "whatsapp"));
+    assert_eq!(
+        out.events.last().unwrap(),
+        &serde_json::json!({"t_ms": out.events.last().unwrap()["t_ms"], "type": "ice_end",
+                            "frozen": 0})
+    );
+    for app in &s.spec.apps {
+        let cgroup = s.dir.join("apps").join(&app.name);
+        let read = |f: &str| std::fs::read_to_string(cgroup.join(f)).unwrap();
+        assert_eq!(
+            (read(MARK_FILE), read(FREEZE_FILE)),
+            ("0".into(), "0".into()),
+            "{}",
+            app.name
+        );
     }
 }
 

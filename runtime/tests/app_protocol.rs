@@ -45,7 +45,8 @@ fn reap(pid: i32) -> i32 {
 fn spawn(s: &Scratch, zygote: &mut Zygote, app: &str, index: u32) -> AppProcess {
     let procs = s.dir.join("cgroup.procs");
     std::fs::write(&procs, "").unwrap();
-    zygote.fork_app(app, index, &s.dir).unwrap()
+    let clock = pmr_guest::sys::monotonic();
+    zygote.fork_app(app, index, &s.dir, clock).unwrap()
 }
 
 /// kB of `field` summed over the mappings of `pid` (/proc/PID/smaps) that
@@ -121,6 +122,58 @@ fn app_process_serves_cold_hot_fg_bg_and_dies_by_sigkill() {
     assert_eq!(await_reply(&mut p), Reply::Gone);
     let status = reap(p.pid);
     assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
+}
+
+/// Frames while in front, background periods behind, both in ticks.csv
+/// on the clock the process was given.
+#[test]
+fn app_process_logs_frames_and_background_periods() {
+    let s = Scratch::new("ticks", |v| {
+        v["apps"][0]["frame"] = serde_json::json!({"period_ms": 5, "work_ms": 0.5, "touch_mb": 1});
+        v["apps"][0]["bg_touch"] = serde_json::json!({"period_ms": 20, "mb": 1, "cpu_ms": 1});
+    });
+    let mut zygote = s.zygote();
+    let clock = pmr_guest::sys::monotonic();
+    let mut p = spawn(&s, &mut zygote, "chrome", 0);
+    for command in [Command::Cold, Command::Fg] {
+        assert!(p.send(command));
+        cost_names(await_reply(&mut p));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(p.send(Command::Bg));
+    cost_names(await_reply(&mut p));
+    let ticks = s.dir.join("ticks.csv");
+    let frames_at_bg = std::fs::read_to_string(&ticks)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(",frame,"))
+        .count();
+    assert!(frames_at_bg >= 5, "{frames_at_bg} frame rows written at bg");
+    std::thread::sleep(Duration::from_millis(500));
+    let elapsed_ms = (pmr_guest::sys::monotonic() - clock).as_secs_f64() * 1e3;
+    // SAFETY: plain kill of our own child.
+    assert_eq!(unsafe { libc::kill(p.pid, libc::SIGKILL) }, 0);
+    reap(p.pid);
+    zygote.stop();
+
+    let text = std::fs::read_to_string(&ticks).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("t_ms,app,pid,kind,dur_ms,late"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let count = |kind: &str| rows.iter().filter(|r| r[3] == kind).count();
+    assert_eq!(count("frame"), frames_at_bg, "no frame after bg");
+    assert!(count("bg") >= 5, "{text}");
+    for r in &rows {
+        assert_eq!(
+            (r.len(), r[1], r[2]),
+            (6, "chrome", p.pid.to_string().as_str())
+        );
+        let t: f64 = r[0].parse().unwrap();
+        let dur: f64 = r[4].parse().unwrap();
+        assert!(t > 0.0 && t <= elapsed_ms && dur >= 0.0, "{r:?}");
+        let period = if r[3] == "frame" { 5.0 } else { 20.0 };
+        assert_eq!(r[5], if dur > period { "1" } else { "0" }, "{r:?}");
+    }
 }
 
 #[test]

@@ -4,6 +4,11 @@
 //! or else the one that has held that adj longest (the tail of lmkd's adj
 //! list). The caller tries the candidates in the returned order until one
 //! kill succeeds (a process may have died meanwhile).
+//!
+//! Ice+ (`scheme.ice.spare_swapped`) reorders that list (`spare_swapped`):
+//! the candidates whose app holds swap go last, so that one is killed only
+//! when no other candidate can be; the apps whose memory was swapped out
+//! are the ones Ice froze, and killing them frees little RAM.
 
 /// A registered process as lmkd sees it at kill time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +45,25 @@ pub fn kill_order(
         })
     });
     eligible.iter().map(|c| c.pid).collect()
+}
+
+/// Ice+'s order over `order` (kill_order's): the candidates that do not
+/// hold swap, then those that do, each in their order; with each, how
+/// many candidates holding swap its kill passes over (those before it in
+/// `order`; none for one that holds swap itself).
+pub fn spare_swapped(order: &[i32], holds_swap: impl Fn(i32) -> bool) -> Vec<(i32, u32)> {
+    let mut passed = 0;
+    let (mut first, mut last) = (Vec::new(), Vec::new());
+    for &pid in order {
+        if holds_swap(pid) {
+            passed += 1;
+            last.push((pid, 0));
+        } else {
+            first.push((pid, passed));
+        }
+    }
+    first.extend(last);
+    first
 }
 
 #[cfg(test)]
@@ -90,6 +114,29 @@ mod tests {
         assert_eq!(kill_order(&procs(), 201, true, 200), vec![5, 4, 3, 2]);
         assert_eq!(kill_order(&procs(), 901, true, 200), vec![5, 4]);
         assert!(kill_order(&procs(), 1000, true, 200).is_empty());
+    }
+
+    #[test]
+    fn ice_plus_passes_over_the_candidates_that_hold_swap() {
+        let order = kill_order(&procs(), 0, true, 200); // 5, 4, 3, 2, 7, 6, 1
+        let swapped = |pid: i32| [5, 3].contains(&pid);
+        assert_eq!(
+            spare_swapped(&order, swapped),
+            vec![(4, 1), (2, 2), (7, 2), (6, 2), (1, 2), (5, 0), (3, 0)]
+        );
+        // nothing holds swap: the usual order, nothing spared
+        assert_eq!(
+            spare_swapped(&order, |_| false),
+            order.iter().map(|&p| (p, 0)).collect::<Vec<_>>()
+        );
+        // everything does: the usual order as the fallback
+        assert_eq!(
+            spare_swapped(&order, |_| true),
+            order.iter().map(|&p| (p, 0)).collect::<Vec<_>>()
+        );
+        // min_adj still rules: only what kill_order lists is reordered
+        let order = kill_order(&procs(), 901, true, 200); // 5, 4
+        assert_eq!(spare_swapped(&order, swapped), vec![(4, 1), (5, 0)]);
     }
 
     #[test]

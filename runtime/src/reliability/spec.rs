@@ -88,6 +88,11 @@ impl ReliabilitySpec {
             "scheme.skew is for `pmr-guest run` only: the reliability check has no apps to \
              switch between"
         );
+        ensure!(
+            self.scheme.ice.is_none(),
+            "scheme.ice is for `pmr-guest run` only: the reliability check has no apps to \
+             freeze"
+        );
         self.scheme.validate()?;
         self.memory.validate()?;
         self.swap.validate()?;
@@ -192,6 +197,24 @@ mod tests {
             "{err}"
         );
         let unset = SPEC.replace(r#""policies": [],"#, r#""policies": [], "skew": null,"#);
+        assert!(ReliabilitySpec::parse(&unset).is_ok());
+    }
+
+    #[test]
+    fn refuses_ice() {
+        let ice = r#"{"rpf": "kernel", "poll_ms": 100, "protect_adj": 200, "spare_swapped": false,
+                      "mdt": {"delta": 8, "thaw_ms": 1000, "max_freeze_ms": 64000,
+                              "available": "mem_free"}}"#;
+        let frozen = SPEC.replace(
+            r#""policies": [],"#,
+            &format!(r#""policies": [], "ice": {ice},"#),
+        );
+        let err = format!("{:#}", ReliabilitySpec::parse(&frozen).unwrap_err());
+        assert!(
+            err.contains("scheme.ice is for `pmr-guest run` only"),
+            "{err}"
+        );
+        let unset = SPEC.replace(r#""policies": [],"#, r#""policies": [], "ice": null,"#);
         assert!(ReliabilitySpec::parse(&unset).is_ok());
     }
 

@@ -132,6 +132,30 @@ pub fn parse_zoneinfo_watermarks(text: &str) -> Result<Watermarks> {
         }))
 }
 
+/// The sum of every zone's `high` watermark, in pages, without lowmem
+/// protection (Ice's H_wm: the high watermark of the whole system).
+pub fn parse_zoneinfo_high(text: &str) -> Result<i64> {
+    let mut zones = 0;
+    let mut high = 0;
+    for line in text.lines() {
+        if line.starts_with("Node ") && line.contains(", zone") {
+            zones += 1;
+            continue;
+        }
+        let mut it = line.split_whitespace();
+        if zones > 0 && it.next() == Some("high") {
+            let value = it.next().unwrap_or_default();
+            high += value
+                .parse::<i64>()
+                .with_context(|| format!("bad zoneinfo line {line:?}"))?;
+        }
+    }
+    if zones == 0 {
+        bail!("zoneinfo has no zones");
+    }
+    Ok(high)
+}
+
 /// Names of the 17 fields of /sys/block/<dev>/stat
 /// (Documentation/block/stat.rst).
 pub const DISKSTAT_FIELDS: [&str; 17] = [
@@ -308,6 +332,13 @@ Node 0, zone   Normal
             }
         );
         assert!(parse_zoneinfo_watermarks("nothing here").is_err());
+    }
+
+    #[test]
+    fn zoneinfo_high_sums_every_zone_without_protection() {
+        // 48 + 3000 + 0; the pagesets' `high:` is not a watermark
+        assert_eq!(parse_zoneinfo_high(ZONEINFO).unwrap(), 3048);
+        assert!(parse_zoneinfo_high("nothing here").is_err());
     }
 
     #[test]

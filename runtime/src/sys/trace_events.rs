@@ -54,13 +54,7 @@ pub fn overrun(stats: &[String]) -> u64 {
 }
 
 fn monotonic_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    crate::sys::monotonic().as_secs_f64()
 }
 
 fn write(path: &Path, value: &str) -> Result<()> {

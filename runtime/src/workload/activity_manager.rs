@@ -22,6 +22,13 @@
 //! pages of the app coming to the front and advises those the app leaving
 //! it did not touch, on a thread of its own.
 //!
+//! With `scheme.ice`, every oom_score_adj update is also told to Ice
+//! (ice.rs), which keeps its freezable marks and thaws an app that died
+//! frozen, and every launch, hot or cold, starts by thawing its app if it
+//! is frozen: inside the measured response time, whose event then carries
+//! the thaw's `thaw_ms`. At the end Ice thaws every app before the apps are
+//! killed.
+//!
 //! Deaths come from the child reaper. An app is gone when any of its
 //! processes dies: the manager kills the rest, and the next switch to it
 //! is a cold launch. A process that ends other than by SIGKILL (an app
@@ -36,6 +43,7 @@ use crate::sys::{self, Exit};
 use crate::workload::app_process::{AppProcess, Reply};
 use crate::workload::background_marks::Marks;
 use crate::workload::child_reaper::Death;
+use crate::workload::ice::Ice;
 use crate::workload::oom_adj::{oom_adjs, Recency};
 use crate::workload::protocol::{Command, Costs};
 use crate::workload::switch_plan;
@@ -66,6 +74,16 @@ pub struct Resources<'a> {
     pub deadline: Instant,
     /// Skew rectification's pageout, if the scheme has it.
     pub unused_anon: Option<UnusedAnon>,
+    /// Ice's daemon, if the scheme has it.
+    pub ice: Option<Ice>,
+}
+
+/// What a launch in front did, for its event.
+struct Launched {
+    kind: LaunchKind,
+    response_ms: f64,
+    cost: BTreeMap<String, f64>,
+    thaw_ms: Option<f64>,
 }
 
 pub struct ActivityManager<'a> {
@@ -84,6 +102,10 @@ pub struct ActivityManager<'a> {
     marks: Option<Marks>,
     /// Skew rectification's pageout, if the scheme has it.
     unused_anon: Option<UnusedAnon>,
+    /// Ice's daemon, if the scheme has it.
+    ice: Option<Ice>,
+    /// How long the last launch took to thaw its app (Ice), if it did.
+    launch_thaw: Option<f64>,
 }
 
 /// Milliseconds to the microsecond: a hot launch of a small app in a test
@@ -102,10 +124,13 @@ impl<'a> ActivityManager<'a> {
             .as_ref()
             .map(|b| Marks::new(b, ctx.spec, &ctx.apps_cgroup));
         let unused_anon = ctx.unused_anon.take();
+        let ice = ctx.ice.take();
         ActivityManager {
             ctx,
             marks,
             unused_anon,
+            ice,
+            launch_thaw: None,
             apps,
             owner: HashMap::new(),
             lru: Vec::new(),
@@ -125,9 +150,11 @@ impl<'a> ActivityManager<'a> {
             let app = self.index(name);
             self.bring_to_front(app)?;
             let start = Instant::now();
+            self.thaw_for_launch(app)?;
             self.cold_launch(app)?;
             let response_ms = millis(start.elapsed());
             let cost = self.take_launch_cost();
+            let thaw_ms = self.launch_thaw.take();
             self.set_front(None);
             self.update_adjs()?;
             self.log(&Event::Launch {
@@ -136,6 +163,7 @@ impl<'a> ActivityManager<'a> {
                 response_ms,
                 role: "background",
                 cost,
+                thaw_ms,
             })?;
         }
         self.phase(Phase::Settle)?;
@@ -144,25 +172,27 @@ impl<'a> ActivityManager<'a> {
         self.phase(Phase::Switching)?;
         for planned in switch_plan::plan(spec.seed, scenario) {
             let from = self.current;
-            let (kind, response_ms, cost) = self.switch_to(self.index(&planned.app))?;
+            let l = self.switch_to(self.index(&planned.app))?;
             self.log(&Event::Switch {
                 round: planned.round,
                 index: planned.index,
                 app: &planned.app,
-                kind,
-                response_ms,
+                kind: l.kind,
+                response_ms: l.response_ms,
                 from: from.map(|f| spec.apps[f].name.as_str()),
-                cost,
+                cost: l.cost,
+                thaw_ms: l.thaw_ms,
             })?;
             self.wait_for(planned.dwell)?;
             if let Some(used) = &planned.then_use {
-                let (kind, response_ms, cost) = self.switch_to(self.index(&used.app))?;
+                let l = self.switch_to(self.index(&used.app))?;
                 self.log(&Event::Launch {
                     app: &used.app,
-                    kind,
-                    response_ms,
+                    kind: l.kind,
+                    response_ms: l.response_ms,
                     role: "background_use",
-                    cost,
+                    cost: l.cost,
+                    thaw_ms: l.thaw_ms,
                 })?;
                 self.wait_for(used.dwell)?;
             }
@@ -172,8 +202,8 @@ impl<'a> ActivityManager<'a> {
 
     /// Send `bg` to the app in front, bring `app` to the front, launch it
     /// (hot if alive, else cold) and send it `fg`: the launch's kind,
-    /// response time (launch command to the last `ready`) and cost.
-    fn switch_to(&mut self, app: usize) -> Result<(LaunchKind, f64, BTreeMap<String, f64>)> {
+    /// response time (launch command to the last `ready`), cost and thaw.
+    fn switch_to(&mut self, app: usize) -> Result<Launched> {
         if let Some(previous) = self.current.filter(|&p| !self.apps[p].is_empty()) {
             self.command(previous, Command::Bg)?;
         }
@@ -182,6 +212,7 @@ impl<'a> ActivityManager<'a> {
         let kind = self.launch(app)?;
         let response_ms = millis(start.elapsed());
         let cost = self.take_launch_cost();
+        let thaw_ms = self.launch_thaw.take();
         if kind == LaunchKind::Cold {
             if let Some(unused_anon) = &mut self.unused_anon {
                 unused_anon.cold_launch_done(app, self.apps[app].iter().map(|p| p.pid).collect());
@@ -189,12 +220,28 @@ impl<'a> ActivityManager<'a> {
         }
         // A death right after the launch is handled like any other.
         self.command(app, Command::Fg)?;
-        Ok((kind, response_ms, cost))
+        Ok(Launched {
+            kind,
+            response_ms,
+            cost,
+            thaw_ms,
+        })
     }
 
-    /// Kill every app process and the zygote, then end the pageout
-    /// worker (end of the run).
+    /// Thaw every app (Ice), kill every app process and the zygote, then
+    /// end the pageout worker (end of the run). An app Ice could not thaw
+    /// fails the run.
     pub fn shutdown(&mut self) {
+        if let Some(mut ice) = self.ice.take() {
+            match ice.shutdown() {
+                Ok(0) => {}
+                Ok(n) => self
+                    .ctx
+                    .control
+                    .fail(format!("ice: {n} app cgroups still frozen at the end")),
+                Err(e) => self.ctx.control.fail(format!("ice: {e:#}")),
+            }
+        }
         self.ctx.zygote.stop();
         for procs in &mut self.apps {
             for p in procs.drain(..) {
@@ -240,14 +287,27 @@ impl<'a> ActivityManager<'a> {
         }
     }
 
-    /// Hot launch if alive and it survives, else cold.
+    /// Hot launch if alive and it survives, else cold; the app is thawed
+    /// first if Ice froze it.
     fn launch(&mut self, app: usize) -> Result<LaunchKind> {
         self.launch_cost.clear();
+        self.thaw_for_launch(app)?;
         if !self.apps[app].is_empty() && self.command(app, Command::Hot)? {
             return Ok(LaunchKind::Hot);
         }
         self.cold_launch(app)?;
         Ok(LaunchKind::Cold)
+    }
+
+    /// Thaw `app`'s cgroup if Ice froze it (a dead app's too: its next
+    /// processes would freeze in it); the thaw's time is kept for the
+    /// launch's event.
+    fn thaw_for_launch(&mut self, app: usize) -> Result<()> {
+        self.launch_thaw = match &self.ice {
+            Some(ice) => ice.thaw_for_launch(app)?,
+            None => None,
+        };
+        Ok(())
     }
 
     /// Spawn the app's processes and cold-launch them, until one attempt
@@ -265,8 +325,9 @@ impl<'a> ActivityManager<'a> {
                 unused_anon.launched_cold(app);
             }
             let cgroup = self.ctx.apps_cgroup.join(&a.name);
+            let clock = self.ctx.events.start_monotonic();
             for index in 0..a.processes {
-                let p = self.ctx.zygote.fork_app(&a.name, index, &cgroup)?;
+                let p = self.ctx.zygote.fork_app(&a.name, index, &cgroup, clock)?;
                 self.owner.insert(p.pid, app);
                 self.apps[app].push(p);
             }
@@ -396,8 +457,8 @@ impl<'a> ActivityManager<'a> {
     }
 
     /// Update the background marks, then recompute every live app's
-    /// oom_score_adj; register changes with lmkd and write them to
-    /// /proc/<pid>/oom_score_adj.
+    /// oom_score_adj, tell Ice, register changes with lmkd and write them
+    /// to /proc/<pid>/oom_score_adj.
     fn update_adjs(&mut self) -> Result<()> {
         if let Some(marks) = &mut self.marks {
             marks.update(self.current)?;
@@ -412,7 +473,15 @@ impl<'a> ActivityManager<'a> {
                 alive: !self.apps[app].is_empty(),
             })
             .collect();
-        for (app, adj) in oom_adjs(&recency, self.current, spec.lmkd.perceptible_adj) {
+        let adjs = oom_adjs(&recency, self.current, spec.lmkd.perceptible_adj);
+        if let Some(ice) = &self.ice {
+            let mut by_app = vec![None; spec.apps.len()];
+            for &(app, adj) in &adjs {
+                by_app[app] = Some(adj);
+            }
+            ice.update(&by_app)?;
+        }
+        for (app, adj) in adjs {
             for p in &self.apps[app] {
                 if self.ctx.registry.set_adj(p.pid, &spec.apps[app].name, adj) {
                     write_oom_score_adj(p.pid, adj)?;

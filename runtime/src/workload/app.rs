@@ -28,7 +28,12 @@
 //!   caches loaded while the app is used) up to `peak_anon_mb`. A
 //!   relaunched app starts from its launch footprint again.
 //! - background: idle, or with `bg_touch` touch `mb` of the heap every
-//!   `period_ms` at another rotating cursor.
+//!   `period_ms` at another rotating cursor and run the CPU loop for its
+//!   `cpu_ms`; each period done is a row of ticks.csv (ticks.rs).
+//! - frames: the first process of an app with `frame` runs a render
+//!   thread while in front (frames.rs); a frame runs the CPU loop for
+//!   `work_ms` and reads (and checks) `touch_mb` of the heap at a cursor of
+//!   its own, without writing it.
 //!
 //! Apps never mlock: their memory is what reclaim works on. A cold or hot
 //! launch answers `ready` with what it cost (launch_cost.rs).
@@ -37,9 +42,11 @@ use crate::pattern::{self, WORDS_PER_PAGE};
 use crate::spec::{ms, AppSpec, Spec};
 use crate::workload::app_files::{self, pages_of_mb, AppFile};
 use crate::workload::bench::cpu_work;
+use crate::workload::frames::{FrameModel, Renderer};
 use crate::workload::launch_cost::CostMeter;
 use crate::workload::memory::{AnonRegion, FileMapping};
 use crate::workload::protocol::{self, Command, Costs};
+use crate::workload::ticks::{self, TickLog};
 use crate::workload::zygote::Preload;
 use anyhow::{bail, ensure, Context, Result};
 use std::io::{BufRead, Write};
@@ -53,6 +60,15 @@ use std::time::{Duration, Instant};
 const GROWTH_STEP: Duration = Duration::from_millis(100);
 /// The activity thread wakes at least this often to notice mode changes.
 const ACTIVITY_TICK: Duration = Duration::from_millis(20);
+
+/// A process's background work (`bg_touch`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BgWork {
+    pub period: Duration,
+    pub pages: usize,
+    /// `cpu_work` iterations of a period.
+    pub iters: u64,
+}
 
 /// What one process of an app does, in pages and durations.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,7 +92,9 @@ pub struct ProcessModel {
     pub fg_period: Duration,
     pub growth: Duration,
     pub init_iters: u64,
-    pub bg_touch: Option<(Duration, usize)>,
+    pub bg_touch: Option<BgWork>,
+    /// The frames it draws in front: the app's first process only.
+    pub frame: Option<FrameModel>,
     pub files: Vec<AppFile>,
 }
 
@@ -100,10 +118,22 @@ impl ProcessModel {
             fg_period: ms(app.fg_period_ms),
             growth: ms(app.growth_ms),
             init_iters: (app.init_work_ms * spec.work_iters_per_ms) as u64,
-            bg_touch: app
-                .bg_touch
+            bg_touch: app.bg_touch.as_ref().map(|b| BgWork {
+                period: ms(b.period_ms),
+                pages: pages_of_mb(b.mb / share),
+                iters: (b.cpu_ms * spec.work_iters_per_ms) as u64,
+            }),
+            // The render thread is one thread of one process: the frame's
+            // reads are not split among the processes.
+            frame: app
+                .frame
                 .as_ref()
-                .map(|b| (ms(b.period_ms), pages_of_mb(b.mb / share))),
+                .filter(|_| index == 0)
+                .map(|f| FrameModel {
+                    period: ms(f.period_ms),
+                    work_iters: (f.work_ms * spec.work_iters_per_ms) as u64,
+                    touch_pages: pages_of_mb(f.touch_mb),
+                }),
             files: app_files::process_files(app, index),
         }
     }
@@ -202,10 +232,9 @@ impl Heap {
         }
     }
 
-    /// Read and check `page`'s word, then store `new(found)`.
-    fn access(&self, page: usize, new: impl Fn(u64) -> u64) -> Result<()> {
-        let slot = &self.words()[page * WORDS_PER_PAGE];
-        let found = slot.load(Ordering::Relaxed);
+    /// Read and check `page`'s word: the word found.
+    fn check(&self, page: usize) -> Result<u64> {
+        let found = self.words()[page * WORDS_PER_PAGE].load(Ordering::Relaxed);
         if !pattern::verify(self.salt, page, found) {
             bail!(
                 "data corruption: {} heap page {page} holds {found:#018x}, expected {:#018x} \
@@ -214,8 +243,19 @@ impl Heap {
                 pattern::word(self.salt, page, 0)
             );
         }
-        slot.store(new(found), Ordering::Relaxed);
+        Ok(found)
+    }
+
+    /// Read and check `page`'s word, then store `new(found)`.
+    fn access(&self, page: usize, new: impl Fn(u64) -> u64) -> Result<()> {
+        let found = self.check(page)?;
+        self.words()[page * WORDS_PER_PAGE].store(new(found), Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Read and check pages without writing them.
+    fn read(&self, pages: impl IntoIterator<Item = usize>) -> Result<()> {
+        pages.into_iter().try_for_each(|p| self.check(p).map(drop))
     }
 
     fn touch(&self, pages: impl IntoIterator<Item = usize>) -> Result<()> {
@@ -343,6 +383,15 @@ impl Process {
         Ok(meter.finish())
     }
 
+    /// One frame: its CPU work, then its heap reads from `cursor` on.
+    fn frame(&self, f: &FrameModel, cursor: &mut usize) -> Result<()> {
+        if f.work_iters > 0 {
+            cpu_work(f.work_iters);
+        }
+        self.heap
+            .read(rotating(cursor, f.touch_pages, self.heap.filled()))
+    }
+
     fn set_foreground(&self, fg: bool) {
         let mode = self.mode.load(Ordering::Acquire);
         if (mode % 2 == 1) != fg {
@@ -350,8 +399,10 @@ impl Process {
         }
     }
 
-    /// The activity thread: heap growth, then foreground or background work.
-    fn activity(&self) -> Result<()> {
+    /// The activity thread: heap growth, then foreground or background
+    /// work; background periods are logged in `ticks` (an app with
+    /// `bg_touch` has one).
+    fn activity(&self, ticks: Option<&TickLog>) -> Result<()> {
         let m = &self.model;
         let steps = (m.growth.as_secs_f64() / GROWTH_STEP.as_secs_f64())
             .ceil()
@@ -381,7 +432,7 @@ impl Process {
             let period = if foreground {
                 Some(m.fg_period)
             } else {
-                m.bg_touch.map(|(p, _)| p)
+                m.bg_touch.map(|b| b.period)
             };
             if mode != seen_mode {
                 seen_mode = mode;
@@ -389,6 +440,7 @@ impl Process {
             }
             if let Some(period) = period {
                 if now >= next_tick {
+                    let scheduled = next_tick;
                     // A period that overran is not made up for.
                     while next_tick <= now {
                         next_tick += period;
@@ -410,8 +462,16 @@ impl Process {
                             rotating(&mut churn_cursor, m.churn_pages, filled),
                             generation,
                         )?;
-                    } else if let Some((_, pages)) = m.bg_touch {
-                        self.heap.touch(rotating(&mut bg_cursor, pages, filled))?;
+                    } else if let Some(bg) = m.bg_touch {
+                        self.heap
+                            .touch(rotating(&mut bg_cursor, bg.pages, filled))?;
+                        if bg.iters > 0 {
+                            cpu_work(bg.iters);
+                        }
+                        if let Some(ticks) = ticks {
+                            let done = Instant::now();
+                            ticks.push(ticks::Kind::Bg, done, done - scheduled, period);
+                        }
                     }
                     continue;
                 }
@@ -423,7 +483,7 @@ impl Process {
 }
 
 /// Serve the line protocol until stdin closes, with the heap in `region`
-/// (zygote.rs).
+/// (zygote.rs); `clock` is when the workload started (ticks.csv's times).
 pub fn serve(
     spec: &Spec,
     data_dir: &Path,
@@ -431,6 +491,7 @@ pub fn serve(
     index: u32,
     region: AnonRegion,
     preload: &Preload<'_>,
+    clock: Instant,
 ) -> Result<()> {
     let app = spec
         .app(name)
@@ -461,13 +522,23 @@ pub fn serve(
     let process = Arc::new(process);
     reply(costs)?;
 
+    let m = &process.model;
+    let ticks = if m.bg_touch.is_some() || m.frame.is_some() {
+        let log = TickLog::open(&spec.out_dir, &m.app, clock)?;
+        log.spawn_writer(&m.label)?;
+        Some(log)
+    } else {
+        None
+    };
     let worker = Arc::clone(&process);
+    let bg_ticks = ticks.clone().filter(|_| m.bg_touch.is_some());
     std::thread::Builder::new()
         .name("activity".into())
         .spawn(move || {
             // The app must not live on without its activity: any error or
             // panic ends the process.
-            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| worker.activity()));
+            let outcome =
+                std::panic::catch_unwind(AssertUnwindSafe(|| worker.activity(bg_ticks.as_ref())));
             if let Ok(Err(e)) = &outcome {
                 eprintln!("pmr-guest app {}: error: {e:#}", worker.model.label);
             }
@@ -476,16 +547,33 @@ pub fn serve(
             }
         })?;
 
+    let mut renderer: Option<Renderer> = None;
     for line in lines {
         let costs = match Command::parse(&line?)? {
             Command::Cold => bail!("`cold` sent to a running app"),
             Command::Hot => process.hot_launch()?,
             Command::Fg => {
                 process.set_foreground(true);
+                if let (Some(f), Some(ticks), None) = (process.model.frame, &ticks, &renderer) {
+                    let drawer = Arc::clone(&process);
+                    let mut cursor = 0;
+                    renderer = Some(Renderer::start(
+                        f,
+                        &process.model.label,
+                        ticks.clone(),
+                        move || drawer.frame(&f, &mut cursor),
+                    )?);
+                }
                 Costs::new()
             }
             Command::Bg => {
                 process.set_foreground(false);
+                if let Some(r) = renderer.take() {
+                    r.stop();
+                }
+                if let Some(ticks) = &ticks {
+                    ticks.flush()?;
+                }
                 Costs::new()
             }
         };
@@ -515,7 +603,15 @@ mod tests {
         assert_eq!(m.init_iters, (250.0 * 123456.0) as u64);
         assert_ne!(m.salt, ProcessModel::new(&spec, youtube, 0).salt);
         let whatsapp = ProcessModel::new(&spec, spec.app("whatsapp").unwrap(), 0);
-        assert_eq!(whatsapp.bg_touch, Some((Duration::from_secs(1), 512)));
+        assert_eq!(
+            whatsapp.bg_touch,
+            Some(BgWork {
+                period: Duration::from_secs(1),
+                pages: 512,
+                iters: 0
+            })
+        );
+        assert_eq!(whatsapp.frame, None);
     }
 
     #[test]
@@ -535,6 +631,35 @@ mod tests {
         let plain = ProcessModel::new(&spec, spec.app("youtube").unwrap(), 0);
         assert_eq!(plain.peak_pages, plain.heap_pages);
         assert_eq!(plain.resume_iters, 0);
+    }
+
+    #[test]
+    fn frames_are_the_first_process_s_and_bg_cpu_is_per_process() {
+        let spec = fixture();
+        let mut youtube = spec.app("youtube").unwrap().clone(); // 2 processes
+        youtube.frame = Some(crate::spec::FrameLoop {
+            period_ms: 16.0,
+            work_ms: 6.0,
+            touch_mb: 2.0,
+        });
+        youtube.bg_touch = Some(crate::spec::BgTouch {
+            period_ms: 1000.0,
+            mb: 4.0,
+            cpu_ms: 20.0,
+        });
+        let first = ProcessModel::new(&spec, &youtube, 0);
+        assert_eq!(
+            first.frame,
+            Some(FrameModel {
+                period: Duration::from_millis(16),
+                work_iters: (6.0 * 123456.0) as u64,
+                touch_pages: 512,
+            }),
+            "touch_mb whole in the first process"
+        );
+        assert_eq!(ProcessModel::new(&spec, &youtube, 1).frame, None);
+        let bg = first.bg_touch.unwrap();
+        assert_eq!((bg.pages, bg.iters), (512, (20.0 * 123456.0) as u64));
     }
 
     #[test]
@@ -602,11 +727,14 @@ mod tests {
         heap.touch(0..8).unwrap();
         heap.rewrite([2, 3], 5).unwrap();
         heap.touch(0..8).unwrap();
+        heap.read(0..8).unwrap();
         heap.words()[4 * WORDS_PER_PAGE].store(0, Ordering::Relaxed);
         let err = heap.touch(0..8).unwrap_err().to_string();
         assert!(
             err.contains("data corruption") && err.contains("page 4"),
             "{err}"
         );
+        let err = heap.read(3..5).unwrap_err().to_string();
+        assert!(err.contains("page 4"), "{err}");
     }
 }

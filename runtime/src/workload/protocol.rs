@@ -14,7 +14,9 @@
 //! |         | fills the launch part of its heap; then grows over growth_ms |
 //! | `hot`   | hot-launches: touches its working set                        |
 //! | `fg`    | becomes foreground: re-touches and churns every fg_period_ms |
-//! | `bg`    | becomes background: idle, or its `bg_touch`                  |
+//! |         | and, with `frame`, starts its render thread (frames.rs)      |
+//! | `bg`    | becomes background: idle, or its `bg_touch`; the render      |
+//! |         | thread ends after its frame, its ticks.csv rows are written  |
 //!
 //! `cold` is always the first command: the app allocates nothing before it,
 //! so that all its memory is charged to its cgroup.

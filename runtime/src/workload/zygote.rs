@@ -55,6 +55,12 @@ struct ForkRequest {
     app: String,
     index: u32,
     cgroup: PathBuf,
+    /// When the workload started, CLOCK_MONOTONIC nanoseconds: the clock
+    /// of events.jsonl, on which the app times its ticks.csv rows. The
+    /// zygote is started before the workload's clock is (it preloads
+    /// during setup), so the start cannot be inherited and comes with each
+    /// request; CLOCK_MONOTONIC is the same in every process of the guest.
+    start_mono_ns: u64,
 }
 
 /// The app process's answer, one line of JSON: its pid once it is in its
@@ -146,14 +152,23 @@ impl Zygote {
         Ok(zygote)
     }
 
-    /// Fork process `index` of `app`, in `cgroup`, from the zygote.
-    pub fn fork_app(&mut self, app: &str, index: u32, cgroup: &Path) -> Result<AppProcess> {
+    /// Fork process `index` of `app`, in `cgroup`, from the zygote;
+    /// `start_mono` is the workload's start on CLOCK_MONOTONIC
+    /// (`EventLog::start_monotonic`).
+    pub fn fork_app(
+        &mut self,
+        app: &str,
+        index: u32,
+        cgroup: &Path,
+        start_mono: Duration,
+    ) -> Result<AppProcess> {
         let (app_stdin, to_app) = std::io::pipe().context("pipe failed")?;
         let (from_app, app_stdout) = std::io::pipe().context("pipe failed")?;
         let mut line = serde_json::to_string(&ForkRequest {
             app: app.into(),
             index,
             cgroup: cgroup.into(),
+            start_mono_ns: start_mono.as_nanos() as u64,
         })?;
         line.push('\n');
         let fds = [app_stdin.as_raw_fd(), app_stdout.as_raw_fd()];
@@ -341,6 +356,10 @@ fn become_app(
     }
     drop((app_stdin, app_stdout));
     let label = format!("{}[{}]", request.app, request.index);
+    let since_start = sys::monotonic().saturating_sub(Duration::from_nanos(request.start_mono_ns));
+    let clock = Instant::now()
+        .checked_sub(since_start)
+        .unwrap_or_else(Instant::now);
     // SAFETY: this process owns its copy of the room from now on and never
     // returns to the zygote's loop, whose region is therefore never dropped.
     let region = unsafe { heap.region.tail(heap.offset) };
@@ -353,6 +372,7 @@ fn become_app(
             request.index,
             region,
             &preload,
+            clock,
         )
     }));
     let code = match served {

@@ -1,6 +1,7 @@
 //! Helpers shared by the host-side integration tests: a scratch directory
-//! with a small spec (the fixture with footprints of a few MB) and the
-//! apps' files written as `pmr-guest app-files` writes them.
+//! with a small spec (the fixture with footprints of a few MB, the
+//! directory as its out_dir, with ticks.csv made) and the apps' files
+//! written as `pmr-guest app-files` writes them.
 
 // Each test crate compiles this module and uses only part of it.
 #![allow(dead_code)]
@@ -26,6 +27,7 @@ impl Scratch {
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spec.json");
         let mut v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+        v["out_dir"] = dir.to_str().unwrap().into();
         tweak(&mut v);
         for app in v["apps"].as_array_mut().unwrap() {
             app["anon_mb"] = 4.into();
@@ -40,6 +42,7 @@ impl Scratch {
         let spec = Spec::load(&spec_path).unwrap();
         let data_dir = dir.join("data");
         write_app_files(&data_dir, &spec).unwrap();
+        pmr_guest::workload::ticks::create(&dir).unwrap();
         Scratch {
             dir,
             spec_path,
