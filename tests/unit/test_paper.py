@@ -96,6 +96,8 @@ def test_full_plan_runs_the_headline_schemes(tmp_path, monkeypatch):
         "pmr",
         "acclaim-static",
         "ice",
+        "ice-plus",
+        "ice-us",
         "kswapd-threads",
         "skew",
     )

@@ -68,6 +68,7 @@ def test_bad_arguments_one_line_exit_2(tmp_path, args, message):
         (["--profile", "pixel5", "--scheme", "original,mglru"], "takes one scheme"),
         (["--profile", "pixel5-zram", "--scheme", "original"], "swaps to zram"),
         (["--profile", "pixel5", "--scheme", "skew"], "has [skew]"),
+        (["--profile", "pixel5", "--scheme", "ice-plus+pmr"], "has [ice], which freezes apps"),
     ],
 )
 def test_bad_profile_or_scheme_is_named(tmp_path, args, message):

@@ -33,7 +33,7 @@ def _build(scenario="smoke", profile="pixel6pro", scheme="original", tmp=None):
 @pytest.mark.parametrize("scenario", _names(paths.SCENARIOS_DIR))
 def test_every_spec_the_harness_builds_follows_the_runtime_schema(scenario):
     runnable = [s for s in _names(paths.SCHEMES_DIR) if not schemes.load(s).modifier]
-    combined = ["pmr+kshrinkd-nice", "original+kswapd-fifo", "skew+pmr"]
+    combined = ["pmr+kshrinkd-nice", "original+kswapd-fifo", "skew+pmr", "ice+pmr", "ice-plus+pmr"]
     for profile in _names(paths.PROFILES_DIR):
         for scheme in runnable + combined:
             assert schema.problems("spec", _build(scenario, profile, scheme)) == []

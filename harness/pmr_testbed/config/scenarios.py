@@ -1,9 +1,17 @@
 """Scenarios (scenarios/*.toml): which apps, how big, and how they are switched.
 
 Sizes are phone-scale MB and growth rates phone-scale MB/s (spec.py scales
-them to the guest); times are guest milliseconds; `init_work_ms` and
-`resume_work_ms` are CPU work in guest milliseconds (the apps' CPU loop is
-calibrated at the guest's own speed, dilation.py's guest_work_iters_per_ms).
+them to the guest); times are guest milliseconds; `init_work_ms`,
+`resume_work_ms`, `bg_touch.cpu_ms` and `frame.work_ms` are CPU work in
+guest milliseconds (the apps' CPU loop is calibrated at the guest's own
+speed, dilation.py's guest_work_iters_per_ms).
+
+`frame = { period_ms, work_ms, touch_mb }` gives an app a frame loop while
+it is in front (Ice §6.1.1: FPS, frames over 16.6 ms): a vsync every
+`period_ms`; a frame does `work_ms` of CPU work and reads `touch_mb` of its
+heap. `bg_touch = { period_ms, mb, cpu_ms }` has an app behind touch `mb`
+of its heap and do `cpu_ms` of CPU work every period (Ice §3.2: 58% of
+background apps run).
 """
 
 from __future__ import annotations
@@ -32,7 +40,10 @@ APP_KEYS = {
     "resume_work_ms",
     "peak_anon_mb",
     "fg_growth_mb_per_s",
+    "frame",
 }
+BG_TOUCH_KEYS = {"period_ms", "mb", "cpu_ms"}
+FRAME_KEYS = {"period_ms", "work_ms", "touch_mb"}
 MAX_LAUNCH_THREADS = 16  # as the runtime's spec.rs
 ADJ_CLASSES = {"cached", "perceptible", "service", "persistent"}
 SCENARIO_KEYS = {
@@ -73,6 +84,8 @@ class App:
     resume_work_ms: float = 0.0
     peak_anon_mb: float | None = None  # None: anon_mb (no growth while used)
     fg_growth_mb_per_s: float = 0.0
+    # {"period_ms", "work_ms", "touch_mb"}: the frame loop while in front; None: no frames
+    frame: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -141,10 +154,10 @@ def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
     t = {**defaults, **raw}
     name = require(t, "name", str, where)
     where = f"{where} ({name})"
-    bg_touch = t.get("bg_touch")
-    if bg_touch is not None:
-        positive(bg_touch, "period_ms", f"{where} bg_touch")
-        positive(bg_touch, "mb", f"{where} bg_touch")
+    bg_touch = _bg_touch(t.get("bg_touch"), f"{where} bg_touch")
+    frame = _frame(t.get("frame"), f"{where} frame")
+    if frame is not None and role == "system":
+        raise UserError(f"{where}: a [[system]] app never comes to the front: it draws no frames")
     adj_class = t.get("adj_class", "cached")
     if adj_class not in ADJ_CLASSES:
         raise UserError(f"{where}: adj_class {adj_class!r} must be one of {sorted(ADJ_CLASSES)}")
@@ -175,7 +188,55 @@ def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
         resume_work_ms=_optional(t, "resume_work_ms", where, 0.0),
         peak_anon_mb=peak,
         fg_growth_mb_per_s=_optional(t, "fg_growth_mb_per_s", where, 0.0),
+        frame=frame,
     )
+
+
+def _table(raw: object, keys: set[str], where: str) -> dict:
+    """An inline table of the app's, with only `keys` in it."""
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: must be a table of {', '.join(sorted(keys))}")
+    unknown = set(raw) - keys
+    if unknown:
+        raise UserError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(keys))}"
+        )
+    return raw
+
+
+def _bg_touch(raw: object, where: str) -> dict | None:
+    """`bg_touch`: every `period_ms` touch `mb` of the heap and do `cpu_ms`
+    (optional, default 0) of CPU work, which must fit in the period."""
+    if raw is None:
+        return None
+    table = _table(raw, BG_TOUCH_KEYS, where)
+    period_ms = positive(table, "period_ms", where)
+    positive(table, "mb", where)
+    cpu_ms = _optional(table, "cpu_ms", where, 0.0)
+    if cpu_ms >= period_ms:
+        raise UserError(
+            f"{where}: cpu_ms ({cpu_ms:g}) must be below period_ms ({period_ms:g}): "
+            "every period would be late"
+        )
+    return dict(table)
+
+
+def _frame(raw: object, where: str) -> dict | None:
+    """`frame`: a vsync every `period_ms`, each frame `work_ms` of CPU work
+    (below the period) and `touch_mb` of the heap read."""
+    if raw is None:
+        return None
+    table = _table(raw, FRAME_KEYS, where)
+    period_ms = positive(table, "period_ms", where)
+    work_ms = positive(table, "work_ms", where, allow_zero=True)
+    positive(table, "touch_mb", where, allow_zero=True)
+    if work_ms >= period_ms:
+        raise UserError(
+            f"{where}: work_ms ({work_ms:g}) must be below period_ms ({period_ms:g}): "
+            "every frame would be late"
+        )
+    return {key: table[key] for key in sorted(FRAME_KEYS)}
 
 
 def parse(data: dict, path: Path) -> Scenario:

@@ -37,6 +37,20 @@ swappiness goes down by `step` to `min`; else if file refaults reach
 `file_refault_pct` % of the file LRU, up by `step` to `max`. At most one
 part of a combination may have `[skew]`.
 
+`[ice]` is Ice (Li et al., ACM TOCS 2025; the guest's side in
+docs/guest-interface.md, the kernel's in kernel/baselines/ice):
+refault-driven process freezing (RPF) of background apps, `rpf` `kernel`
+(the kernel freezes an app whose task refaulted) or `user` (the guest
+polls each freezable app's refault counters every `poll_ms` and freezes it
+when they went up); apps whose oom_score_adj is at most `protect_adj` are
+never frozen; `spare_swapped` (Ice+) has lmkd pass over apps holding swap
+while another candidate qualifies. `[ice.mdt]` is the memory-aware dynamic
+thawing: one heartbeat keeps the frozen apps frozen for E_f = `thaw_ms` x
+`delta` x 2^ceil(H_wm / S_am), at most `max_freeze_ms`, then thaws them
+for `thaw_ms`; S_am is the /proc/meminfo field `available` names.
+spec.json's `scheme.ice` is the table as checked here. At most one part of
+a combination may have `[ice]`.
+
 A part may override the value of one of its knobs, named by the end of
 the knob's path, whole components, as long as it names one knob:
 `pmr@unmap_unit_kbytes=64` is `pmr` with the unmap unit at 64 kB;
@@ -48,6 +62,7 @@ report plots against the value.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 from collections.abc import Sequence
@@ -70,6 +85,17 @@ MIN_BALANCE_PERIOD_MS = 100  # /proc/vmstat deltas over less are mostly noise
 MAX_SWAPPINESS = 200  # the most vm.swappiness takes (Linux 5.8 on)
 # the knob that turns PMR on: any value but "0"
 PMR_ENABLED = "/sys/kernel/mm/pmr/enabled"
+# spec.json `scheme.ice` (docs/guest-interface.md)
+ICE_KEYS = ("rpf", "poll_ms", "protect_adj", "spare_swapped", "mdt")
+ICE_RPF = ("kernel", "user")
+MDT_KEYS = ("delta", "thaw_ms", "max_freeze_ms", "available")
+MDT_AVAILABLE = ("mem_free", "mem_available")
+# the poll period spec.json carries when RPF is the kernel's (unused there)
+DEFAULT_POLL_MS = 100.0
+MIN_POLL_MS = 10.0  # ours: reading every freezable app's memory.stat more often is overhead
+# the previous app's oom_score_adj, the least of an app that is not in
+# front and not protected (docs/guest-interface.md): protect_adj stays below
+PREVIOUS_APP_ADJ = 700
 
 
 @dataclass(frozen=True)
@@ -87,6 +113,9 @@ class Scheme:
     # {"advice", "advice_with_pmr", "balance": {...} or None}: the `[skew]`
     # table; None: no skew rectification. skew_spec() gives spec.json's.
     skew: dict | None = None
+    # spec.json's `scheme.ice`: {"rpf", "poll_ms", "protect_adj",
+    # "spare_swapped", "mdt": {...}}; None: no Ice
+    ice: dict | None = None
 
 
 def load(name: str) -> Scheme:
@@ -112,6 +141,7 @@ def load(name: str) -> Scheme:
         raise UserError(f"{where}: `modifier` must be true or false")
     background = data.get("background")
     skew = data.get("skew")
+    ice = data.get("ice")
     return Scheme(
         require(data, "name", str, where),
         data.get("description", ""),
@@ -121,6 +151,7 @@ def load(name: str) -> Scheme:
         modifier,
         None if background is None else _background(background, f"{where} [background]"),
         None if skew is None else _skew(skew, where),
+        None if ice is None else _ice(ice, where),
     )
 
 
@@ -198,6 +229,68 @@ def _balance(table: object, where: str) -> dict:
         "min": low,
         "max": high,
         **{key: float(v) for key, v in pcts.items()},
+    }
+
+
+def _ice(table: object, scheme_where: str) -> dict:
+    """The `[ice]` table of the scheme file `scheme_where` names, checked,
+    as spec.json takes it."""
+    where = f"{scheme_where} [ice]"
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: must be a table with `rpf` and [ice.mdt]")
+    _refuse_unknown(table, ICE_KEYS, "[ice]", where)
+    rpf = require(table, "rpf", str, where)
+    if rpf not in ICE_RPF:
+        raise UserError(f"{where}: rpf {rpf!r} must be one of {', '.join(ICE_RPF)}")
+    if rpf == "user":
+        poll_ms = float(positive(table, "poll_ms", where))
+        if poll_ms < MIN_POLL_MS:
+            raise UserError(f"{where}: poll_ms must be >= {MIN_POLL_MS:g}, got {poll_ms:g}")
+    elif "poll_ms" in table:
+        raise UserError(f'{where}: poll_ms is for rpf = "user" (the kernel freezes on the refault)')
+    else:
+        poll_ms = DEFAULT_POLL_MS
+    protect_adj = require(table, "protect_adj", int, where)
+    if not 0 <= protect_adj < PREVIOUS_APP_ADJ:
+        raise UserError(
+            f"{where}: protect_adj must be 0..{PREVIOUS_APP_ADJ - 1}, got {protect_adj}: the "
+            f"app in front (adj 0) is never frozen, a cached app (adj {PREVIOUS_APP_ADJ} and "
+            "up) always may be"
+        )
+    spare = table.get("spare_swapped", False)
+    if not isinstance(spare, bool):
+        raise UserError(f"{where}: spare_swapped must be true or false, got {spare!r}")
+    return {
+        "rpf": rpf,
+        "poll_ms": poll_ms,
+        "protect_adj": protect_adj,
+        "mdt": _mdt(require(table, "mdt", dict, where), f"{scheme_where} [ice.mdt]"),
+        "spare_swapped": spare,
+    }
+
+
+def _mdt(table: dict, where: str) -> dict:
+    """The `[ice.mdt]` table, checked, as spec.json takes it."""
+    _refuse_unknown(table, MDT_KEYS, "[ice.mdt]", where)
+    delta, thaw_ms, max_freeze_ms = (
+        float(positive(table, key, where)) for key in ("delta", "thaw_ms", "max_freeze_ms")
+    )
+    shortest = delta * 2 * thaw_ms  # E_f while S_am >= H_wm
+    if max_freeze_ms < shortest:
+        raise UserError(
+            f"{where}: max_freeze_ms must be >= delta x 2 x thaw_ms = {shortest:g} "
+            f"(the shortest freeze), got {max_freeze_ms:g}"
+        )
+    available = require(table, "available", str, where)
+    if available not in MDT_AVAILABLE:
+        raise UserError(
+            f"{where}: available {available!r} must be one of {', '.join(MDT_AVAILABLE)}"
+        )
+    return {
+        "delta": delta,
+        "thaw_ms": thaw_ms,
+        "max_freeze_ms": max_freeze_ms,
+        "available": available,
     }
 
 
@@ -308,6 +401,8 @@ def resolve(name: str, profile: Profile) -> Scheme:
             f"scheme {name!r} only modifies another scheme: combine it with one, "
             f"e.g. original+{loaded[0].name}"
         )
+    # before the knobs: two Ice parts often also set its knobs differently
+    ice = _united_ice(loaded)
     knobs: list[dict] = []
     seen: dict[str, tuple[str, str]] = {}
     for s in loaded:
@@ -330,7 +425,19 @@ def resolve(name: str, profile: Profile) -> Scheme:
         _united_kthreads(loaded, profile),
         background=_united_background(loaded),
         skew=_united_skew(loaded),
+        ice=ice,
     )
+
+
+def _united_ice(loaded: list[Scheme]) -> dict | None:
+    """The one part's `[ice]`; two parts with one are refused."""
+    parts = [(s.name, s.ice) for s in loaded if s.ice is not None]
+    if len(parts) > 1:
+        raise UserError(
+            f"schemes {parts[0][0]} and {parts[1][0]} both have [ice]: combine at most "
+            "one Ice (ice, ice-plus or ice-us) with other schemes"
+        )
+    return copy.deepcopy(parts[0][1]) if parts else None
 
 
 def _united_skew(loaded: list[Scheme]) -> dict | None:

@@ -51,17 +51,37 @@ def app_spec(app: App, profile: Profile) -> dict:
         "growth_ms": app.growth_ms,
         "fg_period_ms": app.fg_period_ms,
         "fg_churn_mb": profile.scale_mb(app.fg_churn_mb) if app.fg_churn_mb else 0,
-        "bg_touch": None
-        if app.bg_touch is None
-        else {
-            "period_ms": int(app.bg_touch["period_ms"]),
-            "mb": profile.scale_mb(app.bg_touch["mb"]),
-        },
+        "bg_touch": bg_touch_spec(app.bg_touch, profile),
         "adj_class": app.adj_class,
         "launch_threads": app.launch_threads,
         "resume_work_ms": app.resume_work_ms,
         "peak_anon_mb": None if app.peak_anon_mb is None else profile.scale_mb(app.peak_anon_mb),
         "fg_growth_mb_per_s": round(app.fg_growth_mb_per_s * profile.scale, 3),
+        # the frame loop while in front (Ice); absent for an app that draws none
+        **({"frame": frame_spec(app.frame, profile)} if app.frame else {}),
+    }
+
+
+def bg_touch_spec(bg_touch: dict | None, profile: Profile) -> dict | None:
+    """The runtime's `bg_touch`: the period, the MB it touches (scaled) and,
+    where the scenario gives one, its CPU work (guest ms: not scaled)."""
+    if bg_touch is None:
+        return None
+    cpu_ms = bg_touch.get("cpu_ms", 0)
+    return {
+        "period_ms": int(bg_touch["period_ms"]),
+        "mb": profile.scale_mb(bg_touch["mb"]),
+        **({"cpu_ms": float(cpu_ms)} if cpu_ms else {}),
+    }
+
+
+def frame_spec(frame: dict, profile: Profile) -> dict:
+    """The runtime's `frame`: vsync period and CPU work per frame (guest ms:
+    not scaled) and the MB of heap a frame reads (scaled like fg_churn_mb)."""
+    return {
+        "period_ms": float(frame["period_ms"]),
+        "work_ms": float(frame["work_ms"]),
+        "touch_mb": profile.scale_mb(frame["touch_mb"]) if frame["touch_mb"] else 0,
     }
 
 
@@ -124,6 +144,8 @@ def build(
             **({"background": scheme.background} if scheme.background else {}),
             # skew rectification's advice and balance (schemes.py); absent for other schemes
             **({"skew": skew} if (skew := skew_spec(scheme)) else {}),
+            # Ice's freezing and thawing (schemes.py); absent for other schemes
+            **({"ice": scheme.ice} if scheme.ice else {}),
         },
         "memory": memory_settings(profile),
         "swap": swap_settings(profile),

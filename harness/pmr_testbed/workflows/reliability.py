@@ -163,6 +163,11 @@ def plan(req: ReliabilityRequest) -> Plan:
             f"scheme {scheme.name} has [skew], which acts at app switches: the reliability "
             "check has no apps (under `pmrtb run` every app checks each heap page it reads)"
         )
+    if scheme.ice is not None:
+        raise UserError(
+            f"scheme {scheme.name} has [ice], which freezes apps: the reliability check has "
+            "no apps (under `pmrtb run` every app checks each heap page it reads)"
+        )
     if not STRESS_NG.exists():
         raise UserError(f"{STRESS_NG} not found: run `make setup` (or apt-get install stress-ng)")
     guest_setup.check_host(profile)
