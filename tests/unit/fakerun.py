@@ -77,6 +77,9 @@ PMR_VMSTAT_KEYS = [
 ]
 # Acclaim's counter (its kernel series), appended after the stock ones
 ACCLAIM_VMSTAT_KEYS = ["acclaim_fae_kept_inactive"]
+# Ice's counters (its kernel series), appended after the stock ones
+ICE_VMSTAT_KEYS = ["ice_rpf_refault", "ice_rpf_freeze", "ice_frozen_reclaimed"]
+TICKS_HEADER = "t_ms,app,pid,kind,dur_ms,late"
 APP_MEMCG_HEADER = (
     "t_s,app,anon,file,pgsteal,pgmajfault,workingset_refault_anon,workingset_refault_file"
 )
@@ -127,6 +130,12 @@ def kill(app: str, reason: str, t_ms: int = 6000) -> dict:
         "level": "medium",
         "reason": reason,
     }
+
+
+def tick_row(t_ms: float, app: str, kind: str, dur_ms: float, period_ms: float) -> str:
+    """One row of ticks.csv (a frame or a background period done), as the
+    app processes append it; `late` from the period."""
+    return f"{t_ms:.3f},{app},1234,{kind},{dur_ms:.3f},{int(dur_ms > period_ms)}"
 
 
 LMKD_HEADER = (
@@ -207,6 +216,7 @@ def write_run(
     lmkd_rows: list[str] | None = None,
     app_memcg_rows: list[str] | None = None,
     extra_events: list[dict] | None = None,
+    ticks_rows: list[str] | None = None,
     omit: tuple[str, ...] = (),
 ) -> Path:
     """Write a run directory. `write_sectors` is the cumulative counter per sample
@@ -220,7 +230,9 @@ def write_run(
     lmkd_row; default: one quiet wakeup). `app_memcg_rows` are app_memcg.csv's
     rows (see app_memcg_row; without them no app_memcg.csv is written, as by a
     runtime before it). `extra_events` go into events.jsonl after the
-    switches and kills. Files named in `omit` are not written."""
+    switches and kills. `ticks_rows` are ticks.csv's rows (see tick_row;
+    without them no ticks.csv is written, as by a runtime before it). Files
+    named in `omit` are not written."""
     run_dir.mkdir(parents=True, exist_ok=True)
     switches = (
         switches
@@ -274,6 +286,8 @@ def write_run(
         (run_dir / "app_memcg.csv").write_text(
             "\n".join([APP_MEMCG_HEADER, *app_memcg_rows]) + "\n"
         )
+    if ticks_rows is not None:
+        (run_dir / "ticks.csv").write_text("\n".join([TICKS_HEADER, *ticks_rows]) + "\n")
     for name in omit:
         (run_dir / name).unlink()
     return run_dir

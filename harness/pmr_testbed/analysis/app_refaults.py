@@ -56,8 +56,11 @@ class AppMemcgError(ValueError):
     """app_memcg.csv lacks a column the split needs."""
 
 
-def front_spans(events: list[dict]) -> list[tuple[float, float, str]]:
-    """(start s, end s, app) of each time an app was in front, in order."""
+def front_spans(events: list[dict], from_done: bool = False) -> list[tuple[float, float, str]]:
+    """(start s, end s, app) of each time an app was in front, in order;
+    with `from_done`, each starts when its launch was done instead (the
+    time the app could draw frames, ice.py). The last one ends at
+    infinity."""
     launches = sorted(
         (
             (float(e["t_ms"]) - float(e["response_ms"])) / 1000,
@@ -71,7 +74,8 @@ def front_spans(events: list[dict]) -> list[tuple[float, float, str]]:
     spans = []
     for i, (start, done, app, only_launch) in enumerate(launches):
         next_start = launches[i + 1][0] if i + 1 < len(launches) else float("inf")
-        spans.append((start, done if only_launch else max(done, next_start), app))
+        end = done if only_launch else max(done, next_start)
+        spans.append((done if from_done else start, end, app))
     return spans
 
 

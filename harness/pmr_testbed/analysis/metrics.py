@@ -115,6 +115,10 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   compression ratio (zram.csv), None without the file (a flash profile).
 - `swap_medium`: "flash" or "zram", from spec.json's `swap.disk` ("flash"
   without spec.json).
+- `ice` (ice.py): the frame rate, jank and interaction alerts of the apps
+  in front and the background apps' periods (ticks.csv), Ice's freezes and
+  thaws (events.jsonl), launches after the first round, refaults and
+  reclaims; None for a run without ticks.csv rows and without Ice.
 
 A run whose run.json is missing or not `"status": "ok"` is never a result:
 `load_run` raises `RunError`. Missing optional files (threads_cpu.json,
@@ -140,6 +144,7 @@ from ..tables import Table
 from .anon_file import anon_file_figures, anon_file_series
 from .app_refaults import APP_MEMCG_FILE, AppMemcgError, app_refaults
 from .capacity import capacity
+from .ice import TICKS_FILE, TicksError, ice_figures
 from .kswapd_rounds import KswapdRound, kswapd_rounds, round_figures
 from .lru_balance import lru_balance
 from .lwp import LwpGoal, lwp_figures, lwp_goals
@@ -247,6 +252,7 @@ class RunMetrics:
     anon_file_series: tuple[list[float], list[float]] = ([], [])
     zram: dict | None = None
     swap_medium: str = "flash"
+    ice: dict | None = None
     trace_overrun: int | None = None
     trace_missing: list[str] = field(default_factory=list)  # events the kernel lacks
     missing: list[str] = field(default_factory=list)
@@ -292,6 +298,7 @@ def load_run(run_dir: Path) -> RunMetrics:
     goals = lwp_goals(trace)
     swappiness = read_swappiness(run_dir / BALANCE_FILE)
     anon_file = anon_file_series(vmstat)
+    refaults = read_app_refaults(run_dir / APP_MEMCG_FILE, events)
     host = (
         host_cpu_figures(
             read_host_cpu(run_dir / HOST_CPU_FILE),
@@ -344,7 +351,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         kswapd_round_list=rounds,
         host_cpu=host,
         capacity=None if spec is None else capacity(spec, run, vm.get("oom_kill")),
-        refaults=read_app_refaults(run_dir / APP_MEMCG_FILE, events),
+        refaults=refaults,
         lwp=lwp_figures(goals),
         lwp_goal_list=goals,
         fae_kept_inactive=vm.get("acclaim_fae_kept_inactive"),
@@ -354,6 +361,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         anon_file_series=anon_file,
         zram=read_zram(run_dir / ZRAM_FILE),
         swap_medium=medium,
+        ice=read_ice(run_dir / TICKS_FILE, events, vmstat, spec, refaults),
         trace_overrun=trace.overrun if trace else None,
         trace_missing=trace.missing if trace else [],
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
@@ -367,6 +375,16 @@ def read_app_refaults(path: Path, events: list[dict]) -> dict | None:
     try:
         return app_refaults(read_table(path, min_rows=0), events)
     except AppMemcgError as e:
+        raise RunError(f"{path} {e}") from None
+
+
+def read_ice(
+    path: Path, events: list[dict], vmstat: Table, spec: dict | None, refaults: dict | None
+) -> dict | None:
+    """ice_figures() of the run, with its ticks.csv where it has one."""
+    try:
+        return ice_figures(_read_optional_table(path, min_rows=0), events, vmstat, spec, refaults)
+    except TicksError as e:
         raise RunError(f"{path} {e}") from None
 
 

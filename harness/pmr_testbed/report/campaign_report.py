@@ -48,7 +48,16 @@ from ..guest.host_cpu import SATURATED_MARGIN
 from .regime import build as build_regime
 from .regime import markdown_lines as regime_lines
 from .regime import save as save_regime
-from .summary import BASELINE, RATIO_FIGURES, Run, build_summary, get_path, save_summary
+from .summary import (
+    BASELINE,
+    ICE_RATIO_FIGURES,
+    RATIO_FIGURES,
+    Run,
+    build_summary,
+    get_path,
+    has_ice,
+    save_summary,
+)
 
 PLOT_FILES = {
     "throughput": "reclaim_throughput.png",
@@ -1078,6 +1087,246 @@ def zram_table(schemes: dict[str, dict]) -> list[str]:
     return _scheme_table(schemes, ZRAM_COLUMNS, lambda e: e.get("zram") is not None)
 
 
+# Ice's paper (Li et al., ACM TOCS 2025): Ice against LRU+CFS, the original
+# kernel, on the Pixel 3 with 6 background apps where it says so, and Ice+
+# against Ice (Table 6): figure -> (low, high) ratio and where it is from
+ICE_PAPER = {
+    "ice.frames.fps": ((1.57, 1.57), "Fig. 10, Pixel 3, 6 background apps"),
+    "ice.frames.ria": ((1 - 0.327, 1 - 0.327), "-32.7%, Fig. 10"),
+    "ice.refaults": ((1 - 0.576, 1 - 0.405), "-40.5..-57.6%, Fig. 11 (P20)"),
+    "ice.reclaims": ((0.707, 0.707), "Fig. 11 (P20)"),
+    "response_ms.mean": ((1 - 0.366, 1 - 0.366), "-36.6%, Fig. 12a"),
+    "switch_kinds.cold.mean_ms": ((1 - 0.288, 1 - 0.288), "-28.8% of 4,237 ms, Fig. 12a"),
+    "ice.launches.hot_after_first_round": ((1.25, 1.25), "+25%, Fig. 12b"),
+}
+ICE_PLUS_PAPER = {
+    "ice.frames.fps": ((1.05, 1.05), "42.8 -> 45.0 fps"),
+    "ice.reclaims": ((0.855, 0.855), "-14.5%"),
+    "ice.refaults": ((0.873, 0.873), "-12.7%"),
+}
+ICE_RATIO_TITLES = {
+    "ice.frames.fps": "FPS",
+    "ice.frames.ria": "RIA (frames > 16.6 ms)",
+    "ice.frames.jank": "jank",
+    "ice.refaults": "refaults (vmstat)",
+    "ice.refaults_foreground": "refaults in front",
+    "ice.refaults_background": "refaults behind",
+    "ice.reclaims": "reclaims (pgsteal)",
+    "response_ms.mean": "launch",
+    "switch_kinds.cold.mean_ms": "cold launch",
+    "switch_kinds.hot.mean_ms": "hot launch",
+    "ice.launches.hot_after_first_round": "hot launches after round 1",
+    "kills": "kills",
+}
+ICE_COLUMNS = [
+    ("ice.frames.fps", "FPS"),
+    ("ice.frames.ria", "RIA"),
+    ("ice.frames.jank", "jank"),
+    ("ice.frames.big_jank", "big jank"),
+    ("ice.refaults_foreground", "refaults in front"),
+    ("ice.refaults_background", "behind"),
+    ("ice.refaults", "refaults (vmstat)"),
+    ("ice.reclaims", "reclaims"),
+    ("refaults.foreground.pgsteal", "reclaimed in front"),
+    ("refaults.background.pgsteal", "behind"),
+    ("response_ms.mean", "launch ms"),
+    ("switch_kinds.cold.mean_ms", "cold ms"),
+    ("switch_kinds.hot.mean_ms", "hot ms"),
+    ("ice.launches.hot_after_first_round", "hot launches after round 1"),
+    ("ice.launches.hot_share_after_first_round", "their share"),
+    ("kills", "kills"),
+    ("ice.freezing.freezes_total", "freezes"),
+    ("ice.freezing.frozen_apps", "apps frozen"),
+]
+ICE_FREEZING_COLUMNS = [
+    ("ice.freezing.freezes.rpf", "freezes: rpf"),
+    ("ice.freezing.freezes.rpf_user", "rpf_user"),
+    ("ice.freezing.freezes.mdt", "mdt"),
+    ("ice.freezing.thaws.mdt", "thaws: mdt"),
+    ("ice.freezing.thaws.launch", "launch"),
+    ("ice.freezing.thaws.death", "death"),
+    ("ice.freezing.thaws.end", "end"),
+    ("ice.freezing.frozen_apps", "apps frozen"),
+    ("ice.freezing.frozen_s", "frozen s (summed)"),
+    ("ice.freezing.end_frozen", "frozen at end"),
+    ("ice.freezing.protected_freezes", "whitelisted apps frozen"),
+    ("ice.freezing.front_freezes", "frozen in front (undone at once)"),
+]
+ICE_MDT_COLUMNS = [
+    ("ice.freezing.epochs.count", "MDT epochs"),
+    ("ice.freezing.epochs.freeze_ms_median", "E_f median ms"),
+    ("ice.freezing.epochs.freeze_ms_max", "E_f max ms"),
+    ("ice.freezing.epochs.available_kb_median", "S_am median kB"),
+    ("ice.freezing.epochs.high_wm_kb", "H_wm kB"),
+    ("ice.freezing.launch_thaws.count", "launches thawed"),
+    ("ice.freezing.launch_thaws.mean_ms", "thaw mean ms"),
+    ("ice.freezing.launch_thaws.max_ms", "thaw max ms"),
+    ("ice.freezing.spared", "lmkd spared"),
+    ("ice.freezing.vmstat.ice_rpf_refault", "vmstat ice_rpf_refault"),
+    ("ice.freezing.vmstat.ice_rpf_freeze", "ice_rpf_freeze"),
+    ("ice.freezing.vmstat.ice_frozen_reclaimed", "ice_frozen_reclaimed"),
+]
+ICE_BACKGROUND_CLASSES = ["perceptible", "cached", "service", "persistent"]
+
+
+def _paper_cell(paper: dict, figure: str) -> str:
+    if figure not in paper:
+        return "–"
+    (low, high), _ = paper[figure]
+    return f"{low:.3g}" if low == high else f"{low:.3g}-{high:.3g}"
+
+
+def ice_ratio_table(comparisons: list[dict]) -> list[str]:
+    """Ice's figures, a column per comparison (the medians' ratio, [min, max]
+    of the per-rep ratios, p), beside the paper's."""
+    if not comparisons:
+        return []
+    rows = [
+        [
+            ICE_RATIO_TITLES[f],
+            _paper_cell(ICE_PAPER, f),
+            _paper_cell(ICE_PLUS_PAPER, f),
+            *(
+                cell(c["ratios"].get(f), c["spread"].get(f)) + p_text(c["p_value"].get(f))
+                for c in comparisons
+            ),
+        ]
+        for f in ICE_RATIO_FIGURES
+    ]
+    header = [
+        "figure",
+        "paper: Ice / LRU+CFS",
+        "paper: Ice+ / Ice",
+        *(f"{c['scheme']} / {c['base']}" for c in comparisons),
+    ]
+    return md_table(header, rows)
+
+
+def ice_paper_sources() -> str:
+    """Where the paper's ratios are from, one sentence."""
+    ice = "; ".join(f"{ICE_RATIO_TITLES[f]}: {src}" for f, (_, src) in ICE_PAPER.items())
+    plus = "; ".join(f"{ICE_RATIO_TITLES[f]}: {src}" for f, (_, src) in ICE_PLUS_PAPER.items())
+    return f"The paper's ratios: Ice / LRU+CFS: {ice}. Ice+ / Ice (Table 6): {plus}."
+
+
+def ice_app_table(schemes: dict[str, dict]) -> list[str]:
+    """FPS and RIA of each app that drew frames, per scheme (Fig. 9)."""
+    apps = sorted({a for e in schemes.values() for a in (get_path(e, "ice.by_app") or {})})
+    columns = [
+        c
+        for app in apps
+        for c in ((f"ice.by_app.{app}.fps", f"{app} FPS"), (f"ice.by_app.{app}.ria", "RIA"))
+    ]
+    return _scheme_table(schemes, columns, lambda e: get_path(e, "ice.by_app")) if apps else []
+
+
+def ice_background_table(schemes: dict[str, dict]) -> list[str]:
+    """The background periods done and late per oom_score_adj class."""
+    classes = [
+        c
+        for c in ICE_BACKGROUND_CLASSES + ["unknown"]
+        if any(get_path(e, f"ice.background_by_class.{c}") for e in schemes.values())
+    ]
+    columns = [
+        c
+        for cls in classes
+        for c in (
+            (f"ice.background_by_class.{cls}.periods", f"{cls}: periods"),
+            (f"ice.background_by_class.{cls}.late", "late"),
+            (f"ice.background_by_class.{cls}.max_ms", "longest ms"),
+        )
+    ]
+    return _scheme_table(schemes, columns, has_ice) if classes else []
+
+
+def _froze(entry: dict) -> bool:
+    """Whether a scheme ran Ice (its runs have Ice's freezing figures)."""
+    return get_path(entry, "ice.freezing") is not None
+
+
+def ice_lines(s: dict) -> list[str]:
+    """The Ice section: empty when no scheme has frames or Ice (has_ice)."""
+    schemes = s["schemes"]
+    if not any(has_ice(e) for e in schemes.values()):
+        return []
+    lines = ["## Ice", ""]
+    if errors := [w for w in s["warnings"] if w.startswith("⚠")]:
+        lines += [
+            "**Ice errors** (apps left frozen, or whitelisted apps frozen):",
+            "",
+            *(f"- {w}" for w in errors),
+            "",
+        ]
+    lines += [
+        "Ice's figures (analysis/ice.py): FPS is each app's frames over the seconds it "
+        "was in front after its launch, averaged over the apps that draw (the paper "
+        "averages its four scenarios); RIA the share of frames over 16.6 ms; jank and big "
+        "jank as PerfDog counts them (a frame over twice the mean of the three before it "
+        "and over 83.3 ms, or 125 ms), summed; refaults in front and behind from the "
+        "apps' cgroups (app_memcg.csv), refaults and reclaims of the whole guest from "
+        "vmstat (workingset_refault_*, pgsteal_kswapd + pgsteal_direct), and the apps' "
+        "pages reclaimed in front and behind (their cgroups' pgsteal); launch times "
+        "are the switches' response times; hot launches after round 1 count the hot "
+        "switches of rounds 2 on (Fig. 12b). Median `[min, max]` over reps.",
+        "",
+        *_scheme_table(schemes, ICE_COLUMNS, has_ice),
+        "",
+    ]
+    if apps := ice_app_table(schemes):
+        lines += ["FPS and RIA of each app while in front (Fig. 9):", "", *apps, ""]
+    comparisons = (s.get("ice") or {}).get("comparisons") or []
+    if table := ice_ratio_table(comparisons):
+        lines += [
+            "Against the paper: each comparison's medians' ratio, `[min, max]` of the "
+            "per-rep ratios (rep i against rep i) where at least two reps pair up, and p as "
+            f'in "Versus {BASELINE}". Read `X / {BASELINE}` against the paper\'s Ice / '
+            "LRU+CFS, `ice-plus / ice` against its Ice+ / Ice. The paper's phones ran "
+            "8 big and little cores and 10 rounds of each scenario; this guest has the "
+            "profile's CPUs, and its apps are emulated.",
+            "",
+            *table,
+            "",
+            ice_paper_sources(),
+            "",
+        ]
+    if freezing := _scheme_table(schemes, ICE_FREEZING_COLUMNS, _froze):
+        lines += [
+            "What Ice froze and thawed (events.jsonl): freezes by cause (rpf: the kernel "
+            "froze the app at a refault; rpf_user: the guest's poll did, ice-us; mdt: "
+            "frozen again after an MDT thaw window), thaws by cause (mdt: the thaw window; "
+            "launch: the app came to the front; death; end: the end of the run), the apps "
+            "frozen at least once and their frozen time summed; the app cgroups still "
+            "frozen after the run and the freezes of whitelisted apps (persistent, or "
+            "perceptible under protect_adj 200), both of which must be 0; and the "
+            "freezes of an app in front, a kernel freeze that crossed the clearing of its "
+            "mark, which the guest undoes at once.",
+            "",
+            *freezing,
+            "",
+            "MDT's epochs (E_f, and the S_am and H_wm it came from, Eq. 1), the launches "
+            "that thawed their app and how long the thaw took (inside the launch's "
+            "response time), lmkd's candidates spared for holding swap (Ice+), and the "
+            "kernel's Ice counters over the run (– on a kernel without them).",
+            "",
+            *_scheme_table(schemes, ICE_MDT_COLUMNS, _froze),
+            "",
+        ]
+    if background := ice_background_table(schemes):
+        lines += [
+            "Background periods (ticks.csv; each app with bg_touch does one every period): "
+            "done, late (done more than a period after it was due) and the longest, ms, "
+            "per oom_score_adj class. The perceptible app's late periods are missed "
+            "deadlines (audio dropouts): Ice's whitelist keeps it unfrozen (§6.3); the "
+            "cached apps' periods fall with the time they spend frozen.",
+            "",
+            *background,
+            "",
+        ]
+    if reasons := kill_reason_lines(schemes):
+        lines += [*reasons, ""]
+    return lines
+
+
 HOST_CPU_COLUMNS = [
     ("host_cpu.busy", "host busy CPUs"),
     ("host_cpu.vcpus", "QEMU vCPU threads"),
@@ -1624,6 +1873,7 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
                 *skew,
                 "",
             ]
+    lines += ice_lines(s)
     if anon_file := anon_file_table(s["schemes"]):
         lines += [
             "## Anonymous and file pages",

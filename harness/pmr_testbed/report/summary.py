@@ -13,13 +13,14 @@ over thread families, per run) and `reclaim_cpu_us_per_page` (metrics.py) are
 added because the ratios need them.
 The nested per-run groups `switch_kinds`, `settled`, `lru_balance`,
 `swap_fate`, `pmr`, `writeback`, `bulk`, `kswapd_rounds`, `host_cpu`,
-`capacity`, `refaults`, `lwp`, `skew`, `anon_file_ratio` and `zram` are
-summarised figure by figure ("writeback.unmap_us_per_page.p50");
+`capacity`, `refaults`, `lwp`, `skew`, `anon_file_ratio`, `zram` and `ice`
+are summarised figure by figure ("writeback.unmap_us_per_page.p50");
 `writeback`, `bulk`, `kswapd_rounds`, `refaults`, `lwp`, `skew`,
-`anon_file_ratio` and `zram` are null for a scheme none of whose runs has
-them (a kernel without PMR part 2, without the kswapd_round or the LWP
+`anon_file_ratio`, `zram` and `ice` are null for a scheme none of whose runs
+has them (a kernel without PMR part 2, without the kswapd_round or the LWP
 tracepoint, or LWP off; a runtime without app_memcg.csv; a scheme without
-skew rectification; a vmstat.csv without the LRU sizes; a flash profile);
+skew rectification; a vmstat.csv without the LRU sizes; a flash profile;
+a run without ticks.csv and without Ice);
 `host_cpu` is absent when none has host_cpu.csv, `capacity` when none has
 spec.json. `fae_kept_inactive` (Acclaim's counter) is null on a kernel
 without it.
@@ -41,6 +42,15 @@ repetitions is chance (significance.py; None under 3 repetitions each).
 
 `fitting` compares the schemes again over the repetitions whose survivors
 fit (fitting_runs.py): a second view, beside the figures over all runs.
+
+`ice` (only when some scheme's runs have frames or Ice's freezing,
+analysis/ice.py) compares the figures Ice's paper reports
+(`ICE_RATIO_FIGURES`: frame rate, interaction alerts, jank, refaults,
+reclaims, launch times, hot launches after the first round, kills) as
+`ratios` does: every scheme against original, and each scheme with an
+`ice-plus` part against the same scheme with `ice` in its place (Ice+
+against Ice, the paper's Table 6), where the campaign ran both; a list of
+{"scheme", "base", "ratios", "spread", "p_value"}.
 """
 
 from __future__ import annotations
@@ -74,6 +84,23 @@ RATIO_FIGURES = (
     "settled.until_last_kill.reclaim_cpu_s",
     "settled.until_last_kill.pswpout_mb",
 )
+# Ice's figures (analysis/ice.py), compared pair by pair in summary["ice"]
+ICE_RATIO_FIGURES = (
+    "ice.frames.fps",
+    "ice.frames.ria",
+    "ice.frames.jank",
+    "ice.refaults",
+    "ice.refaults_foreground",
+    "ice.refaults_background",
+    "ice.reclaims",
+    "response_ms.mean",
+    "switch_kinds.cold.mean_ms",
+    "switch_kinds.hot.mean_ms",
+    "ice.launches.hot_after_first_round",
+    "kills",
+)
+# Ice+ is compared with Ice where a campaign ran both (schemes/ice-plus.toml)
+ICE_PLUS_PART, ICE_PART = "ice-plus", "ice"
 # per-run groups of figures, possibly nested, None where a run has none
 NESTED = (
     "switch_kinds",
@@ -91,6 +118,7 @@ NESTED = (
     "skew",
     "anon_file_ratio",
     "zram",
+    "ice",
 )
 # the figures `by_rep` lists for each repetition of a scheme
 BY_REP = (
@@ -131,6 +159,7 @@ OPTIONAL_GROUPS = (
     "skew",
     "anon_file_ratio",
     "zram",
+    "ice",
 )
 
 
@@ -271,8 +300,15 @@ def _ratio(num: float | None, den: float | None) -> float | None:
     return None if num is None or not den else num / den
 
 
-def scheme_ratios(entry: dict, base_entry: dict, runs: list[Run], base_runs: list[Run]) -> dict:
-    """Ratios of one scheme's figures to the baseline's (see module docstring)."""
+def scheme_ratios(
+    entry: dict,
+    base_entry: dict,
+    runs: list[Run],
+    base_runs: list[Run],
+    figures_compared: Sequence[str] = RATIO_FIGURES,
+) -> dict:
+    """Ratios of one scheme's figures to the baseline's (see module docstring),
+    of `figures_compared` (dotted paths)."""
     figures = [run_figures(r.metrics) for r in runs]
     base_figures = [run_figures(r.metrics) for r in base_runs]
     base_by_rep = {r.rep: f for r, f in zip(base_runs, base_figures)}
@@ -280,7 +316,7 @@ def scheme_ratios(entry: dict, base_entry: dict, runs: list[Run], base_runs: lis
     ratios: dict = {}
     spread: dict[str, dict] = {}
     p_value: dict[str, float | None] = {}
-    for dotted in RATIO_FIGURES:
+    for dotted in figures_compared:
         ratios[dotted] = _ratio(get_path(entry, dotted), get_path(base_entry, dotted))
         path = tuple(dotted.split("."))
         per_pair = [
@@ -302,12 +338,70 @@ def scheme_ratios(entry: dict, base_entry: dict, runs: list[Run], base_runs: lis
     return ratios
 
 
+def ice_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
+    """(scheme, base) pairs summary["ice"] compares: every scheme against
+    original, and a scheme with an `ice-plus` part against the same with
+    `ice` in its place, each where the campaign ran both."""
+    pairs = [(n, BASELINE) for n in names if n != BASELINE and BASELINE in names]
+    for name in names:
+        parts = [p.strip() for p in name.split("+")]
+        if ICE_PLUS_PART in parts:
+            ice = "+".join(ICE_PART if p == ICE_PLUS_PART else p for p in parts)
+            if ice in names:
+                pairs.append((name, ice))
+    return pairs
+
+
+def has_ice(entry: dict) -> bool:
+    """Whether a scheme's summary entry has frames or Ice's freezing: Ice
+    ran, or the scenario draws frames (background periods alone do not
+    count: every app with bg_touch has them)."""
+    ice = entry.get("ice") or {}
+    return bool(ice.get("frames") or ice.get("freezing"))
+
+
+def ice_comparisons(schemes: dict[str, dict], ok: dict[str, list[Run]]) -> dict | None:
+    """summary["ice"]: ICE_RATIO_FIGURES paired (module docstring); None
+    when no scheme has frames or Ice (has_ice)."""
+    if not any(has_ice(e) for e in schemes.values()):
+        return None
+    with_runs = [name for name, runs in ok.items() if runs]
+    comparisons = []
+    for name, base in ice_pairs(with_runs):
+        r = scheme_ratios(schemes[name], schemes[base], ok[name], ok[base], ICE_RATIO_FIGURES)
+        spread, p_value = r.pop("spread"), r.pop("p_value")
+        comparisons.append(
+            {"scheme": name, "base": base, "ratios": r, "spread": spread, "p_value": p_value}
+        )
+    return {"comparisons": comparisons}
+
+
+def ice_warnings(scheme: str, rep: int, ice: dict | None) -> list[str]:
+    """Ice's errors in one run: apps left frozen after it, protected apps
+    frozen."""
+    freezing = (ice or {}).get("freezing") or {}
+    where = f"{scheme} rep {rep}"
+    warnings = []
+    if freezing.get("end_frozen"):
+        warnings.append(
+            f"⚠ {where}: {freezing['end_frozen']} app cgroups were still frozen after the "
+            "runtime thawed every app (ice_end): Ice left apps frozen"
+        )
+    if freezing.get("protected_freezes"):
+        warnings.append(
+            f"⚠ {where}: {freezing['protected_freezes']} freezes of whitelisted apps "
+            "(persistent, or behind at an oom_score_adj up to protect_adj), which Ice must "
+            "never freeze"
+        )
+    return warnings
+
+
 def run_warnings(
     ok: dict[str, list[Run]], failed: list[dict], reps: int, extra_trace_events: Sequence[str] = ()
 ) -> list[str]:
     """What the report warns of: schemes short of runs, runs short of files or
     of trace events, among them the events `pmrtb run --trace-event` asked
-    for that the kernel lacks."""
+    for that the kernel lacks, and Ice's errors (ice_warnings)."""
     warnings = []
     for scheme, runs in ok.items():
         n_failed = sum(1 for f in failed if f["scheme"] == scheme)
@@ -323,6 +417,7 @@ def run_warnings(
                     f"{scheme} rep {r.rep}: the trace lost {r.metrics.trace_overrun}"
                     " events (ring buffer overrun)"
                 )
+            warnings += ice_warnings(scheme, r.rep, r.metrics.ice)
             if lacking := [e for e in extra_trace_events if e in r.metrics.trace_missing]:
                 warnings.append(
                     f"{scheme} rep {r.rep}: the kernel has no {', '.join(lacking)}"
@@ -358,6 +453,8 @@ def summarize(campaign: dict, ok: dict[str, list[Run]], failed: list[dict]) -> d
         "schemes": schemes,
         "failed_runs": failed,
         "ratios": ratios,
+        # Ice's figures against original and Ice+ against Ice; absent without them
+        **({"ice": ice} if (ice := ice_comparisons(schemes, ok)) else {}),
         "fitting": fitting_summary(
             {name: [(r.rep, run_figures(r.metrics)) for r in runs] for name, runs in ok.items()},
             BASELINE,
