@@ -12,18 +12,18 @@ integrity of the pages advised out is checked by the apps themselves:
 each checks every heap page it reads, and a mismatch fails the run.
 """
 
-import csv
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from guest_runs import events as _events
+from guest_runs import rows as _rows
+from guest_runs import run_campaign
+from guest_runs import run_dir as _run_dir
+from guest_runs import vmstat_delta as _vmstat_delta
 
 from pmr_testbed.guest import vm
 from pmr_testbed.report import summary
 
-ROOT = Path(__file__).resolve().parents[2]
 SCHEMES = ["skew", "skew+pmr"]
 
 pytestmark = pytest.mark.integration
@@ -32,48 +32,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("skew") / "results"
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pmr_testbed.cli",
-            "run",
-            "--scenario",
-            "smoke",
-            "--profile",
-            "pixel5-zram",
-            "--schemes",
-            ",".join(SCHEMES),
-            "--reps",
-            "1",
-            "--out",
-            str(out),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, f"pmrtb run failed:\n{res.stderr[-4000:]}"
-    return out
-
-
-def _run_dir(results: Path, scheme: str) -> Path:
-    return results / "runs" / f"{scheme}-r1"
-
-
-def _rows(path: Path) -> list[dict]:
-    with open(path) as fh:
-        return list(csv.DictReader(fh))
-
-
-def _events(run_dir: Path, kind: str) -> list[dict]:
-    lines = (run_dir / "events.jsonl").read_text().splitlines()
-    return [e for e in map(json.loads, filter(None, lines)) if e["type"] == kind]
-
-
-def _vmstat_delta(run_dir: Path, key: str) -> int:
-    rows = _rows(run_dir / "vmstat.csv")
-    return int(rows[-1][key]) - int(rows[0][key])
+    return run_campaign(out, "smoke", "pixel5-zram", SCHEMES)
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)

@@ -16,21 +16,18 @@ prediction set follows its rule, and original left it off.
 """
 
 import csv
-import functools
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from guest_runs import run_campaign, vmstat_delta, vmstat_rows
 
 from pmr_testbed.analysis.metrics import read_table, victim_pages
 from pmr_testbed.analysis.trace import kshrinkd_rounds, read_trace
 from pmr_testbed.guest import vm
 from pmr_testbed.report import summary
 
-ROOT = Path(__file__).resolve().parents[2]
 ACCLAIM = "acclaim+kswapd-threads"
 SCHEMES = ["original", "mglru", "pps", "pmr", ACCLAIM]
 
@@ -40,45 +37,11 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("smoke") / "results"
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pmr_testbed.cli",
-            "run",
-            "--scenario",
-            "smoke",
-            "--profile",
-            "pixel5",
-            "--schemes",
-            ",".join(SCHEMES),
-            "--reps",
-            "1",
-            "--out",
-            str(out),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, f"pmrtb run failed:\n{res.stderr[-4000:]}"
-    return out
-
-
-@functools.cache
-def _vmstat_rows(run_dir: Path) -> list[dict]:
-    """A run's vmstat samples, read once for all the checks of a run."""
-    with open(run_dir / "vmstat.csv") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _vmstat_delta(run_dir: Path, key: str) -> int:
-    rows = _vmstat_rows(run_dir)
-    return int(rows[-1][key]) - int(rows[0][key])
+    return run_campaign(out, "smoke", "pixel5", SCHEMES)
 
 
 def _vmstat_last(run_dir: Path, key: str) -> int:
-    return int(_vmstat_rows(run_dir)[-1][key])
+    return int(vmstat_rows(run_dir)[-1][key])
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
@@ -86,12 +49,12 @@ def test_run_swapped_and_recorded_every_switch(results, scheme):
     run_dir = results / "runs" / f"{scheme}-r1"
     status = json.loads((run_dir / "run.json").read_text())
     assert status["status"] == "ok"
-    reclaimed = _vmstat_delta(run_dir, "pgsteal_kswapd") + _vmstat_delta(run_dir, "pgsteal_direct")
+    reclaimed = vmstat_delta(run_dir, "pgsteal_kswapd") + vmstat_delta(run_dir, "pgsteal_direct")
     assert reclaimed > 1000, "no real reclaim happened"
     # `smoke`'s anon exceeds RAM by about the swap device's size, so every
     # scheme swaps before lmkd's kills end the pressure (80,000-150,000
     # pages; with less anon, a kill on file thrashing could end it first).
-    assert _vmstat_delta(run_dir, "pswpout") >= 100, "no real swap-out happened"
+    assert vmstat_delta(run_dir, "pswpout") >= 100, "no real swap-out happened"
     spec = json.loads((run_dir / "spec.json").read_text())
     events = [json.loads(ln) for ln in (run_dir / "events.jsonl").read_text().splitlines() if ln]
     switches = [e for e in events if e["type"] == "switch"]
@@ -114,8 +77,8 @@ def test_pps_filled_and_used_the_victim_list(results):
     run_dir = results / "runs" / "pps-r1"
     knobs = json.loads((run_dir / "run.json").read_text())["knobs"]
     assert knobs["/sys/kernel/mm/pmr/enabled"].strip() == "1"
-    assert _vmstat_delta(run_dir, "pmr_victim_added") > 0, "kshrinkd added no victim"
-    assert _vmstat_delta(run_dir, "pmr_victim_reclaimed") > 0, "reclaim took no victim"
+    assert vmstat_delta(run_dir, "pmr_victim_added") > 0, "kshrinkd added no victim"
+    assert vmstat_delta(run_dir, "pmr_victim_reclaimed") > 0, "reclaim took no victim"
     trace = read_trace(run_dir / "trace.txt")
     rounds = kshrinkd_rounds(trace)
     assert rounds is not None and rounds["rounds"] > 0, "no kshrinkd round was traced"
@@ -150,28 +113,26 @@ def test_every_victim_is_accounted_for(results, scheme):
     owner freed are some of those put back (patch 12)."""
     run_dir = results / "runs" / f"{scheme}-r1"
     flow = (
-        _vmstat_delta(run_dir, "pmr_victim_added")
-        - _vmstat_delta(run_dir, "pmr_victim_reclaimed")
-        - _vmstat_delta(run_dir, "pmr_victim_putback")
+        vmstat_delta(run_dir, "pmr_victim_added")
+        - vmstat_delta(run_dir, "pmr_victim_reclaimed")
+        - vmstat_delta(run_dir, "pmr_victim_putback")
     )
-    assert _vmstat_delta(run_dir, "pmr_victim_added") > 0
+    assert vmstat_delta(run_dir, "pmr_victim_added") > 0
     isolated = _vmstat_last(run_dir, "nr_isolated_anon") + _vmstat_last(run_dir, "nr_isolated_file")
     pages = victim_pages(read_table(run_dir / "vmstat.csv"))
     assert pages is not None, "the kernel has no victim lists"
     assert abs(flow - (pages[-1] - pages[0])) <= 256 + isolated
-    assert _vmstat_delta(run_dir, "pmr_victim_freed") <= _vmstat_delta(
-        run_dir, "pmr_victim_putback"
-    )
+    assert vmstat_delta(run_dir, "pmr_victim_freed") <= vmstat_delta(run_dir, "pmr_victim_putback")
 
 
 def test_pmr_wrote_victims_back_in_bulk(results):
     run_dir = results / "runs" / "pmr-r1"
     knobs = json.loads((run_dir / "run.json").read_text())["knobs"]
     assert knobs["/sys/kernel/mm/pmr/enabled"].strip() == "2"
-    batches = _vmstat_delta(run_dir, "pmr_batch")
-    pages = _vmstat_delta(run_dir, "pmr_batch_pages")
+    batches = vmstat_delta(run_dir, "pmr_batch")
+    pages = vmstat_delta(run_dir, "pmr_batch_pages")
     assert batches > 0, "no bulk writeback batch"
-    assert _vmstat_delta(run_dir, "pmr_batch_pageout") > 0, "bulk batches paged nothing out"
+    assert vmstat_delta(run_dir, "pmr_batch_pageout") > 0, "bulk batches paged nothing out"
     assert pages >= batches, f"{pages} pages in {batches} batches"
     # kswapd takes up to a unit (1 MB = 256 pages on pixel5) at a time,
     # direct reclaim at most SWAP_CLUSTER_MAX: some batch must be larger.
@@ -190,13 +151,13 @@ def test_writeback_time_traced_for_every_scheme(results):
 
 
 def test_original_left_pmr_off(results):
-    assert _vmstat_delta(results / "runs/original-r1", "pmr_victim_added") == 0
-    assert _vmstat_delta(results / "runs/original-r1", "pmr_batch") == 0
+    assert vmstat_delta(results / "runs/original-r1", "pmr_victim_added") == 0
+    assert vmstat_delta(results / "runs/original-r1", "pmr_batch") == 0
 
 
 def test_original_left_acclaim_off(results):
     run_dir = results / "runs/original-r1"
-    assert _vmstat_delta(run_dir, "acclaim_fae_kept_inactive") == 0
+    assert vmstat_delta(run_dir, "acclaim_fae_kept_inactive") == 0
     trace = read_trace(run_dir / "trace.txt")
     assert trace is not None and not trace.named("mm_vmscan_kswapd_lwp_goal")
 
@@ -217,7 +178,7 @@ def test_acclaim_kept_background_pages_inactive_and_set_kswapds_goals(results):
     assert knobs["/sys/kernel/mm/acclaim/lwp_enabled"].strip() == "1"
     # the activity manager marked the apps not in front, and reclaim found
     # some of their pages referenced
-    assert _vmstat_delta(run_dir, "acclaim_fae_kept_inactive") > 0
+    assert vmstat_delta(run_dir, "acclaim_fae_kept_inactive") > 0
     floor = int(knobs["/sys/kernel/mm/acclaim/lwp_goal_min_kbytes"]) // 4
     cap = int(knobs["/sys/kernel/mm/acclaim/lwp_goal_max_kbytes"]) // 4
     assert floor < cap
