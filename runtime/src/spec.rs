@@ -582,8 +582,8 @@ pub struct AppSpec {
 
 /// A render thread in the app's first process while the app is in front:
 /// a vsync every `period_ms`; a frame starts at a vsync when none is in
-/// progress, does `work_ms` of CPU work and reads `touch_mb` of the
-/// process's heap at a rotating cursor.
+/// progress, writes `alloc_kb` of newly allocated memory, does `work_ms` of
+/// CPU work and reads `touch_mb` of the process's heap at a rotating cursor.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FrameLoop {
@@ -594,6 +594,10 @@ pub struct FrameLoop {
     /// Heap a frame reads and checks, MB (>= 0; guest scale, all of it in
     /// the first process).
     pub touch_mb: f64,
+    /// Memory a frame allocates and writes, kB (>= 0; guest scale): its
+    /// buffers, freed a second of frames later (frames.rs).
+    #[serde(default)]
+    pub alloc_kb: f64,
 }
 
 impl AppSpec {
@@ -802,6 +806,11 @@ impl Spec {
                     non_negative(f.touch_mb),
                     "{} must be >= 0",
                     ctx("frame.touch_mb")
+                );
+                ensure!(
+                    non_negative(f.alloc_kb),
+                    "{} must be >= 0",
+                    ctx("frame.alloc_kb")
                 );
             }
         }
@@ -1192,11 +1201,13 @@ mod tests {
         let spec = parse_value(&v).unwrap();
         let f = spec.apps[0].frame.as_ref().unwrap();
         assert_eq!((f.period_ms, f.work_ms, f.touch_mb), (16.667, 6.0, 2.0));
+        assert_eq!(f.alloc_kb, 0.0, "no allocation unless asked");
         assert_eq!(spec.apps[3].bg_touch.as_ref().unwrap().cpu_ms, 20.0);
         for (field, value, needle) in [
             ("period_ms", 0.0, "app chrome: frame.period_ms must be > 0"),
             ("work_ms", -1.0, "app chrome: frame.work_ms must be >= 0"),
             ("touch_mb", -1.0, "app chrome: frame.touch_mb must be >= 0"),
+            ("alloc_kb", -1.0, "app chrome: frame.alloc_kb must be >= 0"),
         ] {
             let mut v = fixture_value();
             v["apps"][0]["frame"] =

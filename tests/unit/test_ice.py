@@ -187,8 +187,14 @@ def test_spec_has_ice_only_for_a_scheme_with_it():
 
 def test_spec_has_the_frame_loops_and_background_cpu_scaled_as_sizes():
     apps = {a["name"]: a for a in _build("original")["apps"]}
-    # touch_mb is phone MB, x 0.25; period and work are guest ms
-    assert apps["pubg"]["frame"] == {"period_ms": 16.667, "work_ms": 9.0, "touch_mb": 4}
+    # touch_mb is phone MB and alloc_kb phone kB, x 0.25; period and work
+    # are guest ms
+    assert apps["pubg"]["frame"] == {
+        "period_ms": 16.667,
+        "work_ms": 9.0,
+        "touch_mb": 4,
+        "alloc_kb": 128.0,
+    }
     assert apps["whatsapp"]["frame"]["touch_mb"] == 1
     assert apps["music"]["bg_touch"] == {"period_ms": 100, "mb": 1, "cpu_ms": 3.0}
     assert apps["music"]["adj_class"] == "perceptible" and "frame" not in apps["music"]
@@ -246,10 +252,12 @@ def test_ice_smoke_is_smoke_with_frames_running_apps_and_a_perceptible_one():
     ice_smoke, smoke = scenarios.load("ice-smoke"), scenarios.load("smoke")
     sizes = [(a.name, a.anon_mb, a.file_mb) for a in ice_smoke.apps]
     assert sizes == [(a.name, a.anon_mb, a.file_mb) for a in smoke.apps]
-    assert all(a.frame for a in ice_smoke.foreground) and ice_smoke.rounds == 1
+    assert all(a.frame for a in ice_smoke.foreground) and ice_smoke.rounds == 2
     assert [a.name for a in ice_smoke.background if a.adj_class == "perceptible"] == ["spotify"]
-    # long enough for an MDT epoch (E_f 16 s, E_t 1 s) within the switching
-    assert ice_smoke.dwell_ms[0] * len(ice_smoke.foreground) > 17000
+    # long enough for an MDT epoch (E_f 16 or 32 s, E_t 1 s) within the
+    # switching, and a second round that comes back to apps frozen behind
+    switching_ms = ice_smoke.dwell_ms[0] * len(ice_smoke.foreground) * ice_smoke.rounds
+    assert switching_ms > 33000
     built = _build("ice-plus+pmr", scenario="ice-smoke", profile="pixel5-zram")
     assert schema.problems("spec", built) == []
 
@@ -291,6 +299,10 @@ anon_mb = 10
         ("frame = { period_ms = 16.7, work_ms = 17.0, touch_mb = 1 }\n", "work_ms .17. must be"),
         ("frame = { period_ms = 16.7, work_ms = 5.0 }\n", "frame: missing `touch_mb`"),
         ("frame = { period_ms = 16.7, work_ms = 5.0, touch_mb = 1, hz = 60 }\n", "unknown key"),
+        (
+            "frame = { period_ms = 16.7, work_ms = 5.0, touch_mb = 1, alloc_kb = -1 }\n",
+            "`alloc_kb` must be >= 0",
+        ),
         ("frame = 60\n", "frame: must be a table"),
         ("bg_touch = { period_ms = 100, mb = 1, cpu_ms = 100.0 }\n", "cpu_ms .100. must be"),
         ("bg_touch = { period_ms = 100, mb = 1, cpu_ms = -1 }\n", "`cpu_ms` must be >= 0"),

@@ -6,10 +6,11 @@ them to the guest); times are guest milliseconds; `init_work_ms`,
 guest milliseconds (the apps' CPU loop is calibrated at the guest's own
 speed, dilation.py's guest_work_iters_per_ms).
 
-`frame = { period_ms, work_ms, touch_mb }` gives an app a frame loop while
-it is in front (Ice §6.1.1: FPS, frames over 16.6 ms): a vsync every
-`period_ms`; a frame does `work_ms` of CPU work and reads `touch_mb` of its
-heap. `bg_touch = { period_ms, mb, cpu_ms }` has an app behind touch `mb`
+`frame = { period_ms, work_ms, touch_mb, alloc_kb }` gives an app a frame
+loop while it is in front (Ice §6.1.1: FPS, frames over 16.6 ms): a vsync
+every `period_ms`; a frame writes `alloc_kb` (phone-scale kB, optional) of
+newly allocated memory, freed a second of frames later, does `work_ms` of
+CPU work and reads `touch_mb` of its heap. `bg_touch = { period_ms, mb, cpu_ms }` has an app behind touch `mb`
 of its heap and do `cpu_ms` of CPU work every period (Ice §3.2: 58% of
 background apps run).
 """
@@ -43,7 +44,7 @@ APP_KEYS = {
     "frame",
 }
 BG_TOUCH_KEYS = {"period_ms", "mb", "cpu_ms"}
-FRAME_KEYS = {"period_ms", "work_ms", "touch_mb"}
+FRAME_KEYS = {"period_ms", "work_ms", "touch_mb", "alloc_kb"}
 MAX_LAUNCH_THREADS = 16  # as the runtime's spec.rs
 ADJ_CLASSES = {"cached", "perceptible", "service", "persistent"}
 SCENARIO_KEYS = {
@@ -224,13 +225,16 @@ def _bg_touch(raw: object, where: str) -> dict | None:
 
 def _frame(raw: object, where: str) -> dict | None:
     """`frame`: a vsync every `period_ms`, each frame `work_ms` of CPU work
-    (below the period) and `touch_mb` of the heap read."""
+    (below the period), `touch_mb` of the heap read and `alloc_kb` of new
+    memory written (0 if not given)."""
     if raw is None:
         return None
     table = _table(raw, FRAME_KEYS, where)
     period_ms = positive(table, "period_ms", where)
     work_ms = positive(table, "work_ms", where, allow_zero=True)
     positive(table, "touch_mb", where, allow_zero=True)
+    table = {"alloc_kb": 0, **table}
+    positive(table, "alloc_kb", where, allow_zero=True)
     if work_ms >= period_ms:
         raise UserError(
             f"{where}: work_ms ({work_ms:g}) must be below period_ms ({period_ms:g}): "

@@ -77,11 +77,13 @@ def bg_touch_spec(bg_touch: dict | None, profile: Profile) -> dict | None:
 
 def frame_spec(frame: dict, profile: Profile) -> dict:
     """The runtime's `frame`: vsync period and CPU work per frame (guest ms:
-    not scaled) and the MB of heap a frame reads (scaled like fg_churn_mb)."""
+    not scaled), the MB of heap a frame reads (scaled like fg_churn_mb) and
+    the kB it allocates (scaled, not rounded: a frame's buffers are small)."""
     return {
         "period_ms": float(frame["period_ms"]),
         "work_ms": float(frame["work_ms"]),
         "touch_mb": profile.scale_mb(frame["touch_mb"]) if frame["touch_mb"] else 0,
+        "alloc_kb": frame["alloc_kb"] * profile.scale,
     }
 
 

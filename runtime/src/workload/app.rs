@@ -42,7 +42,7 @@ use crate::pattern::{self, WORDS_PER_PAGE};
 use crate::spec::{ms, AppSpec, Spec};
 use crate::workload::app_files::{self, pages_of_mb, AppFile};
 use crate::workload::bench::cpu_work;
-use crate::workload::frames::{FrameModel, Renderer};
+use crate::workload::frames::{buffer_slots, FrameBuffers, FrameModel, Renderer};
 use crate::workload::launch_cost::CostMeter;
 use crate::workload::memory::{AnonRegion, FileMapping};
 use crate::workload::protocol::{self, Command, Costs};
@@ -133,6 +133,7 @@ impl ProcessModel {
                     period: ms(f.period_ms),
                     work_iters: (f.work_ms * spec.work_iters_per_ms) as u64,
                     touch_pages: pages_of_mb(f.touch_mb),
+                    alloc_pages: pages_of_mb(f.alloc_kb / 1024.0),
                 }),
             files: app_files::process_files(app, index),
         }
@@ -383,8 +384,10 @@ impl Process {
         Ok(meter.finish())
     }
 
-    /// One frame: its CPU work, then its heap reads from `cursor` on.
-    fn frame(&self, f: &FrameModel, cursor: &mut usize) -> Result<()> {
+    /// One frame: its buffers, its CPU work, then its heap reads from
+    /// `cursor` on.
+    fn frame(&self, f: &FrameModel, buffers: &mut FrameBuffers, cursor: &mut usize) -> Result<()> {
+        buffers.allocate()?;
         if f.work_iters > 0 {
             cpu_work(f.work_iters);
         }
@@ -557,11 +560,13 @@ pub fn serve(
                 if let (Some(f), Some(ticks), None) = (process.model.frame, &ticks, &renderer) {
                     let drawer = Arc::clone(&process);
                     let mut cursor = 0;
+                    // Freed when the app leaves the front, with the thread.
+                    let mut buffers = FrameBuffers::new(f.alloc_pages, buffer_slots(f.period))?;
                     renderer = Some(Renderer::start(
                         f,
                         &process.model.label,
                         ticks.clone(),
-                        move || drawer.frame(&f, &mut cursor),
+                        move || drawer.frame(&f, &mut buffers, &mut cursor),
                     )?);
                 }
                 Costs::new()
@@ -641,6 +646,7 @@ mod tests {
             period_ms: 16.0,
             work_ms: 6.0,
             touch_mb: 2.0,
+            alloc_kb: 256.0,
         });
         youtube.bg_touch = Some(crate::spec::BgTouch {
             period_ms: 1000.0,
@@ -654,8 +660,9 @@ mod tests {
                 period: Duration::from_millis(16),
                 work_iters: (6.0 * 123456.0) as u64,
                 touch_pages: 512,
+                alloc_pages: 64,
             }),
-            "touch_mb whole in the first process"
+            "touch_mb and alloc_kb whole in the first process"
         );
         assert_eq!(ProcessModel::new(&spec, &youtube, 1).frame, None);
         let bg = first.bg_touch.unwrap();

@@ -3,8 +3,9 @@
 //! times (Ice measures FPS and frames over 16.6 ms).
 //!
 //! Vsyncs come every `period` from the moment the app came to the front.
-//! At a vsync, if no frame is in progress, a frame starts: the CPU work
-//! and the heap reads the app gives it (app.rs). Its frame time is its
+//! At a vsync, if no frame is in progress, a frame starts: it writes the
+//! buffers it allocates (`FrameBuffers`), then does the CPU work and the
+//! heap reads the app gives it (app.rs). Its frame time is its
 //! completion less the vsync it started at, so a render thread that the
 //! scheduler let run late is charged for it; the next frame starts at the
 //! first vsync at or after the completion (a frame that overran its period
@@ -14,6 +15,8 @@
 //! The thread runs from `fg` to `bg`: stopping it waits for the frame in
 //! progress, so that its row is in before the app goes to the background.
 
+use crate::pattern::PAGE_SIZE;
+use crate::workload::memory::AnonRegion;
 use crate::workload::ticks::{Kind, TickLog};
 use anyhow::Result;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +32,60 @@ pub struct FrameModel {
     pub work_iters: u64,
     /// Heap pages a frame reads.
     pub touch_pages: usize,
+    /// Pages a frame allocates and writes.
+    pub alloc_pages: usize,
+}
+
+/// The memory frames allocate: decoded video frames, bitmaps, the objects
+/// of a frame's layout and drawing. Each frame writes `pages` pages of a
+/// ring that holds `slots` frames, after freeing (MADV_DONTNEED) what the
+/// frame `slots` frames before it wrote there, so that every frame faults
+/// in new pages, at the page allocator's mercy as a phone's rendering is
+/// under memory pressure, while the ring holds at most `slots` frames'
+/// worth (garbage collection and buffer recycling keep a phone app's
+/// footprint bounded alike). The ring is unmapped with it.
+pub struct FrameBuffers {
+    region: AnonRegion,
+    pages: usize,
+    slots: usize,
+    next: usize,
+}
+
+impl FrameBuffers {
+    pub fn new(pages: usize, slots: usize) -> Result<FrameBuffers> {
+        let slots = slots.max(1);
+        Ok(FrameBuffers {
+            region: AnonRegion::new(pages * slots * PAGE_SIZE)?,
+            pages,
+            slots,
+            next: 0,
+        })
+    }
+
+    /// One frame's buffers: its slot freed, then one word of each page
+    /// written (a new page each).
+    pub fn allocate(&mut self) -> Result<()> {
+        if self.pages == 0 {
+            return Ok(());
+        }
+        let slot = self.next % self.slots;
+        self.next += 1;
+        let bytes = self.pages * PAGE_SIZE;
+        self.region.discard(slot * bytes, bytes)?;
+        let words = self.region.words_mut();
+        let per_page = PAGE_SIZE / 8;
+        let first = slot * self.pages;
+        for page in first..first + self.pages {
+            words[page * per_page] = (self.next as u64) << 32 | page as u64;
+        }
+        Ok(())
+    }
+}
+
+/// How many frames' buffers the ring of a frame loop holds: a second of
+/// frames at its vsync rate.
+pub fn buffer_slots(period: Duration) -> usize {
+    (Duration::from_secs(1).as_secs_f64() / period.as_secs_f64().max(1e-3)).round() as usize
 }
 
 /// The vsync the frame after one that started at `started` and completed
@@ -128,6 +185,31 @@ mod tests {
     }
 
     #[test]
+    fn frame_buffers_fault_new_pages_and_hold_a_ring_of_frames() {
+        assert_eq!(buffer_slots(Duration::from_micros(16_667)), 60);
+        let mut buffers = FrameBuffers::new(3, 4).unwrap();
+        for frame in 1..=10u64 {
+            buffers.allocate().unwrap();
+            let slot = ((frame - 1) % 4) as usize;
+            let words = buffers.region.words_mut();
+            for page in slot * 3..slot * 3 + 3 {
+                assert_eq!(words[page * 512], frame << 32 | page as u64);
+                // the rest of a page is the kernel's fresh zeroes
+                assert!(words[page * 512 + 1..(page + 1) * 512]
+                    .iter()
+                    .all(|&w| w == 0));
+            }
+        }
+        // a slot freed before its frame's write holds that frame's words only
+        let mut one = FrameBuffers::new(1, 1).unwrap();
+        one.allocate().unwrap();
+        one.region.words_mut()[7] = 99;
+        one.allocate().unwrap();
+        assert_eq!(one.region.words_mut()[7], 0, "the slot was not freed");
+        assert_eq!(FrameBuffers::new(0, 60).unwrap().allocate().ok(), Some(()));
+    }
+
+    #[test]
     fn frames_are_logged_until_stopped() {
         let dir = std::env::temp_dir().join(format!("pmr-frames-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -137,6 +219,7 @@ mod tests {
             period: Duration::from_millis(5),
             work_iters: 0,
             touch_pages: 0,
+            alloc_pages: 0,
         };
         let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = count.clone();

@@ -65,6 +65,32 @@ impl AnonRegion {
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast(), self.len / 8) }
     }
 
+    /// Free the pages of `len` bytes from `offset` (page aligned; the
+    /// kernel's MADV_DONTNEED): the next write faults in a new zeroed page.
+    pub fn discard(&self, offset: usize, len: usize) -> Result<()> {
+        let page = crate::pattern::PAGE_SIZE;
+        assert!(offset.is_multiple_of(page) && len.is_multiple_of(page));
+        assert!(offset + len <= self.len, "discard past the region's end");
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: a page-aligned range inside the mapping, which stays mapped.
+        let ret = unsafe {
+            libc::madvise(
+                self.ptr.as_ptr().cast::<u8>().add(offset).cast(),
+                len,
+                libc::MADV_DONTNEED,
+            )
+        };
+        if ret != 0 {
+            bail!(
+                "madvise(MADV_DONTNEED): {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(())
+    }
+
     /// The region as plain words, for a single user that holds it exclusively.
     pub fn words_mut(&mut self) -> &mut [u64] {
         if self.len == 0 {
