@@ -32,9 +32,10 @@
 //! - Victims (victim.rs): from adj 1000 down to the minimum, the heaviest
 //!   (`kill_heaviest_task`, and always at or below the perceptible adj) or
 //!   the process that has held its adj longest. With Ice+'s
-//!   `spare_swapped`, the candidates whose app's cgroup holds swap
-//!   (memory.swap.current > 0, read at kill time) come after all others;
-//!   the kill event says how many it passed over (`spared`).
+//!   `spare_swapped`, the candidates whose app's cgroup is frozen and
+//!   holds swap (cgroup.freeze 1, memory.swap.current > 0, read at kill
+//!   time) come after all others; the kill event says how many it passed
+//!   over (`spared`).
 //! - Killing: SIGKILL through a pidfd, the victim's memory released by a
 //!   reaper thread with process_mrelease, and no further kill until the
 //!   victim's pidfd reports its exit or `kill_timeout_ms` passes (polling
@@ -401,7 +402,7 @@ impl Lmkd {
                 for &pid in &order {
                     let app = entry(pid).app.as_str();
                     if !held.contains_key(app) {
-                        held.insert(app, holds_swap(apps_cgroup, app)?);
+                        held.insert(app, unkillable(apps_cgroup, app)?);
                     }
                 }
                 spare_swapped(&order, |pid| held[entry(pid).app.as_str()])
@@ -466,6 +467,15 @@ impl Lmkd {
 
 /// Whether `app`'s cgroup holds swap (memory.swap.current > 0); a cgroup
 /// gone holds none.
+/// Ice+'s "unkillable" app (§4.3.2): frozen, with pages swapped out. An
+/// app that is not frozen is never spared, so that the app in front (Ice
+/// thaws it at its launch) or one Ice never froze keeps its place in
+/// lmkd's order however much of it was swapped.
+fn unkillable(apps_cgroup: &Path, app: &str) -> Result<bool> {
+    let frozen = crate::workload::ice::read_frozen(&apps_cgroup.join(app))?;
+    Ok(frozen == Some(true) && holds_swap(apps_cgroup, app)?)
+}
+
 fn holds_swap(apps_cgroup: &Path, app: &str) -> Result<bool> {
     let cgroup = apps_cgroup.join(app);
     let path = cgroup.join("memory.swap.current");
@@ -503,6 +513,26 @@ mod tests {
         std::fs::create_dir_all(dir.join("old")).unwrap();
         let err = format!("{:#}", holds_swap(&dir, "old").unwrap_err());
         assert!(err.contains("swap accounting"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn only_frozen_apps_holding_swap_are_unkillable() {
+        let dir = std::env::temp_dir().join(format!("pmr-lmkd-frozen-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (app, frozen, swap) in [
+            ("front", "0\n", "8192\n"),
+            ("frozen", "1\n", "8192\n"),
+            ("frozen_unswapped", "1\n", "0\n"),
+        ] {
+            std::fs::create_dir_all(dir.join(app)).unwrap();
+            std::fs::write(dir.join(app).join("cgroup.freeze"), frozen).unwrap();
+            std::fs::write(dir.join(app).join("memory.swap.current"), swap).unwrap();
+        }
+        assert!(!unkillable(&dir, "front").unwrap(), "not frozen: killable");
+        assert!(unkillable(&dir, "frozen").unwrap());
+        assert!(!unkillable(&dir, "frozen_unswapped").unwrap());
+        assert!(!unkillable(&dir, "gone").unwrap(), "no cgroup");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

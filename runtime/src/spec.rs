@@ -109,8 +109,8 @@ pub struct Ice {
     /// (0..=699).
     pub protect_adj: i32,
     pub mdt: Mdt,
-    /// Ice+: lmkd passes over apps with memory.swap.current > 0 while
-    /// another candidate qualifies.
+    /// Ice+: lmkd passes over frozen apps with memory.swap.current > 0
+    /// while another candidate qualifies.
     pub spare_swapped: bool,
 }
 

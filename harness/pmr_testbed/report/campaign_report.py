@@ -1305,7 +1305,7 @@ def ice_lines(s: dict) -> list[str]:
             "",
             "MDT's epochs (E_f, and the S_am and H_wm it came from, Eq. 1), the launches "
             "that thawed their app and how long the thaw took (inside the launch's "
-            "response time), lmkd's candidates spared for holding swap (Ice+), and the "
+            "response time), lmkd's frozen candidates spared for holding swap (Ice+), and the "
             "kernel's Ice counters over the run (– on a kernel without them).",
             "",
             *_scheme_table(schemes, ICE_MDT_COLUMNS, _froze),

@@ -6,9 +6,11 @@
 //! kill succeeds (a process may have died meanwhile).
 //!
 //! Ice+ (`scheme.ice.spare_swapped`) reorders that list (`spare_swapped`):
-//! the candidates whose app holds swap go last, so that one is killed only
-//! when no other candidate can be; the apps whose memory was swapped out
-//! are the ones Ice froze, and killing them frees little RAM.
+//! the candidates whose app is frozen and holds swap go last (the
+//! paper's "unkillable" apps, §4.3.2: killing a frozen app whose memory
+//! was already compressed frees little RAM and wastes the reclaim), so
+//! that one is killed only when no other candidate can be. The caller
+//! decides which apps those are (lmkd.rs).
 
 /// A registered process as lmkd sees it at kill time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,15 +49,15 @@ pub fn kill_order(
     eligible.iter().map(|c| c.pid).collect()
 }
 
-/// Ice+'s order over `order` (kill_order's): the candidates that do not
-/// hold swap, then those that do, each in their order; with each, how
-/// many candidates holding swap its kill passes over (those before it in
-/// `order`; none for one that holds swap itself).
-pub fn spare_swapped(order: &[i32], holds_swap: impl Fn(i32) -> bool) -> Vec<(i32, u32)> {
+/// Ice+'s order over `order` (kill_order's): the candidates that are not
+/// `unkillable`, then those that are, each in their order; with each, how
+/// many unkillable candidates its kill passes over (those before it in
+/// `order`; none for an unkillable one itself).
+pub fn spare_swapped(order: &[i32], unkillable: impl Fn(i32) -> bool) -> Vec<(i32, u32)> {
     let mut passed = 0;
     let (mut first, mut last) = (Vec::new(), Vec::new());
     for &pid in order {
-        if holds_swap(pid) {
+        if unkillable(pid) {
             passed += 1;
             last.push((pid, 0));
         } else {
