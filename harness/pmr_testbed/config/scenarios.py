@@ -10,9 +10,9 @@ speed, dilation.py's guest_work_iters_per_ms).
 loop while it is in front (Ice §6.1.1: FPS, frames over 16.6 ms): a vsync
 every `period_ms`; a frame writes `alloc_kb` (phone-scale kB, optional) of
 newly allocated memory, freed a second of frames later, does `work_ms` of
-CPU work and reads `touch_mb` of its heap. `bg_touch = { period_ms, mb, cpu_ms }` has an app behind touch `mb`
-of its heap and do `cpu_ms` of CPU work every period (Ice §3.2: 58% of
-background apps run).
+CPU work and reads `touch_mb` of its heap. `bg_touch = { period_ms, mb,
+cpu_ms }` has an app behind touch `mb` of its heap and do `cpu_ms` of CPU
+work every period (Ice §3.2: 58% of background apps run).
 """
 
 from __future__ import annotations
