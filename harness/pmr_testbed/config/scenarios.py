@@ -194,7 +194,7 @@ def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
 
 
 def _table(raw: object, keys: set[str], where: str) -> dict:
-    """An inline table of the app's, with only `keys` in it."""
+    """An inline table (an app's, background_use), with only `keys` in it."""
     if not isinstance(raw, dict):
         raise UserError(f"{where}: must be a table of {', '.join(sorted(keys))}")
     unknown = set(raw) - keys
@@ -306,14 +306,7 @@ def _background_use(data: dict, apps: list[App], where: str) -> BackgroundUse | 
     if raw is None:
         return None
     where = f"{where} [background_use]"
-    if not isinstance(raw, dict):
-        raise UserError(f"{where}: must be a table with {', '.join(sorted(BACKGROUND_USE_KEYS))}")
-    unknown = set(raw) - BACKGROUND_USE_KEYS
-    if unknown:
-        raise UserError(
-            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(sorted(BACKGROUND_USE_KEYS))}"
-        )
+    _table(raw, BACKGROUND_USE_KEYS, where)
     background = {a.name for a in apps if a.role == "background"}
     used = raw.get("apps", "all")
     if used == "all":
