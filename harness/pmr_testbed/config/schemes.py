@@ -402,7 +402,7 @@ def resolve(name: str, profile: Profile) -> Scheme:
             f"e.g. original+{loaded[0].name}"
         )
     # before the knobs: two Ice parts often also set its knobs differently
-    ice = _united_ice(loaded)
+    ice = _united_one(loaded, "ice", "Ice (ice, ice-plus or ice-us) with other schemes")
     knobs: list[dict] = []
     seen: dict[str, tuple[str, str]] = {}
     for s in loaded:
@@ -424,31 +424,21 @@ def resolve(name: str, profile: Profile) -> Scheme:
         policies,
         _united_kthreads(loaded, profile),
         background=_united_background(loaded),
-        skew=_united_skew(loaded),
+        skew=_united_one(loaded, "skew", "skew rectification"),
         ice=ice,
     )
 
 
-def _united_ice(loaded: list[Scheme]) -> dict | None:
-    """The one part's `[ice]`; two parts with one are refused."""
-    parts = [(s.name, s.ice) for s in loaded if s.ice is not None]
+def _united_one(loaded: list[Scheme], section: str, which: str) -> dict | None:
+    """The one part's table `section` (`ice`, `skew`), a copy; two parts
+    with one are refused: combine at most one of `which`."""
+    parts = [(s.name, getattr(s, section)) for s in loaded if getattr(s, section) is not None]
     if len(parts) > 1:
         raise UserError(
-            f"schemes {parts[0][0]} and {parts[1][0]} both have [ice]: combine at most "
-            "one Ice (ice, ice-plus or ice-us) with other schemes"
+            f"schemes {parts[0][0]} and {parts[1][0]} both have [{section}]: "
+            f"combine at most one {which}"
         )
     return copy.deepcopy(parts[0][1]) if parts else None
-
-
-def _united_skew(loaded: list[Scheme]) -> dict | None:
-    """The one part's `[skew]`; two parts with one are refused."""
-    parts = [(s.name, s.skew) for s in loaded if s.skew is not None]
-    if len(parts) > 1:
-        raise UserError(
-            f"schemes {parts[0][0]} and {parts[1][0]} both have [skew]: "
-            "combine at most one skew rectification"
-        )
-    return dict(parts[0][1]) if parts else None
 
 
 def _united_background(loaded: list[Scheme]) -> dict | None:
