@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import test_data_files
 from fakerun import (
     ICE_VMSTAT_KEYS,
     app_memcg_row,
@@ -271,26 +272,14 @@ def test_the_hogs_hog_memory_or_cpu():
     assert cpuhog.bg_touch["cpu_ms"] / cpuhog.bg_touch["period_ms"] == pytest.approx(0.4)
 
 
-BASE = """
-name = "t"
-rounds = 1
-dwell_ms = [10, 20]
-launch_gap_ms = 0
-settle_ms = 0
-deadline_s = 10
-zygote = { shared_mb = 0 }
-[defaults]
-processes = 1
-launch_fraction = 0.5
-working_set_fraction = 0.5
-growth_ms = 0
-fg_period_ms = 100
-init_work_ms = 1
-file_mb = 1
-[[foreground]]
+# test_data_files.py's minimal scenario, with one foreground app
+BASE = (
+    test_data_files.BASE
+    + """[[foreground]]
 name = "a"
 anon_mb = 10
 """
+)
 
 
 @pytest.mark.parametrize(
