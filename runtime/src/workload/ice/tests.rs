@@ -27,6 +27,18 @@ struct StandIn {
 }
 
 impl StandIn {
+    /// Ice with its heartbeat on the stand-in's cgroups and /proc.
+    fn start(&self, control: &Arc<Control>) -> Ice {
+        Ice::start(
+            &self.spec,
+            &self.dir.join("apps"),
+            &self.dir.join("proc"),
+            self.events.clone(),
+            control,
+        )
+        .unwrap()
+    }
+
     /// Cgroups for the fixture's apps and a /proc with MemFree `free_kb`;
     /// `ice` is the spec's `scheme.ice` (thaw_ms 40, delta 1).
     fn new(name: &str, rpf: &str, free_kb: i64, tweak: impl FnOnce(&mut Value)) -> StandIn {
@@ -340,14 +352,7 @@ fn a_kernel_without_the_files_is_refused() {
 fn shutdown_clears_the_marks_and_thaws_every_app() {
     let s = StandIn::new("shutdown", "kernel", 20_000, |_| {});
     let control = Arc::new(Control::default());
-    let mut ice = Ice::start(
-        &s.spec,
-        &s.dir.join("apps"),
-        &s.dir.join("proc"),
-        s.events.clone(),
-        &control,
-    )
-    .unwrap();
+    let mut ice = s.start(&control);
     ice.update(&RUNNING).unwrap();
     s.kernel_freezes(WHATSAPP);
     s.kernel_freezes(YOUTUBE);
@@ -382,14 +387,7 @@ fn shutdown_clears_the_marks_and_thaws_every_app() {
 fn an_ice_dropped_without_shutdown_thaws_everything() {
     let s = StandIn::new("dropped", "kernel", 100_000, |_| {});
     let control = Arc::new(Control::default());
-    let ice = Ice::start(
-        &s.spec,
-        &s.dir.join("apps"),
-        &s.dir.join("proc"),
-        s.events.clone(),
-        &control,
-    )
-    .unwrap();
+    let ice = s.start(&control);
     ice.update(&RUNNING).unwrap();
     s.kernel_freezes(WHATSAPP);
     std::thread::sleep(Duration::from_millis(250));
