@@ -3,8 +3,10 @@
 //! at once so a crash loses nothing that happened before it.
 
 use crate::lmkd::decision::{KillReason, Level};
+use crate::lmkd::eoom::Score;
 use crate::spec::SkewAdvice;
 use crate::workload::ice::{FreezeCause, ThawCause};
+use crate::workload::swam::SwapFileAction;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -77,6 +79,10 @@ pub enum Event<'a> {
         /// their app held swap.
         #[serde(skip_serializing_if = "Option::is_none")]
         spared: Option<u32>,
+        /// With SWAM's EOOM: `launch_adj` and `relaunch_ms` (null if the
+        /// app's cost is unknown).
+        #[serde(flatten)]
+        eoom: Option<Score>,
     },
     AppDied {
         app: &'a str,
@@ -124,6 +130,22 @@ pub enum Event<'a> {
     /// still read frozen.
     IceEnd {
         frozen: usize,
+    },
+    /// SWAM's daemon added or removed a swap file (workload/swam.rs):
+    /// `files` in use after it, the spare memory that decided it, and how
+    /// long the add (fallocate, mkswap, swapon) or the remove (swapoff,
+    /// unlink) took.
+    SwamSwapfile {
+        action: SwapFileAction,
+        files: u32,
+        spare_kb: i64,
+        ms: f64,
+    },
+    /// The run ended with `files` swap files in use, at most
+    /// `max_files_used` at once.
+    SwamEnd {
+        files: u32,
+        max_files_used: u32,
     },
 }
 
@@ -233,6 +255,7 @@ mod tests {
             min_adj: 201,
             thrashing: 130,
             spared: None,
+            eoom: None,
         };
         assert_eq!(
             to_line(5, &kill),
@@ -313,8 +336,69 @@ mod tests {
                     min_adj: 0,
                     thrashing: 0,
                     spared: Some(2),
+                    eoom: None,
                 },
                 r#"{"t_ms":9,"type":"kill","app":"firefox","pid":1,"adj":900,"rss_kb":4,"level":"critical","reason":"not_responding","min_adj":0,"thrashing":0,"spared":2}"#,
+            ),
+        ];
+        for (event, line) in cases {
+            assert_eq!(to_line(9, &event), line);
+        }
+    }
+
+    #[test]
+    fn swam_lines_match_the_documented_shapes() {
+        let kill = |score| Event::Kill {
+            app: "whatsapp",
+            pid: 7,
+            adj: 900,
+            rss_kb: 4,
+            level: Level::Medium,
+            reason: KillReason::LowSwapAndThrashing,
+            min_adj: 201,
+            thrashing: 130,
+            spared: None,
+            eoom: Some(score),
+        };
+        let cases = [
+            (
+                Event::SwamSwapfile {
+                    action: SwapFileAction::Add,
+                    files: 3,
+                    spare_kb: 9000,
+                    ms: 41.5,
+                },
+                r#"{"t_ms":9,"type":"swam_swapfile","action":"add","files":3,"spare_kb":9000,"ms":41.5}"#,
+            ),
+            (
+                Event::SwamSwapfile {
+                    action: SwapFileAction::Remove,
+                    files: 2,
+                    spare_kb: 50000,
+                    ms: 1200.25,
+                },
+                r#"{"t_ms":9,"type":"swam_swapfile","action":"remove","files":2,"spare_kb":50000,"ms":1200.25}"#,
+            ),
+            (
+                Event::SwamEnd {
+                    files: 2,
+                    max_files_used: 5,
+                },
+                r#"{"t_ms":9,"type":"swam_end","files":2,"max_files_used":5}"#,
+            ),
+            (
+                kill(Score {
+                    launch_adj: 37,
+                    relaunch_ms: Some(120.5),
+                }),
+                r#"{"t_ms":9,"type":"kill","app":"whatsapp","pid":7,"adj":900,"rss_kb":4,"level":"medium","reason":"low_swap_and_thrashing","min_adj":201,"thrashing":130,"launch_adj":37,"relaunch_ms":120.5}"#,
+            ),
+            (
+                kill(Score {
+                    launch_adj: 0,
+                    relaunch_ms: None,
+                }),
+                r#"{"t_ms":9,"type":"kill","app":"whatsapp","pid":7,"adj":900,"rss_kb":4,"level":"medium","reason":"low_swap_and_thrashing","min_adj":201,"thrashing":130,"launch_adj":0,"relaunch_ms":null}"#,
             ),
         ];
         for (event, line) in cases {

@@ -36,6 +36,10 @@
 //!   holds swap (cgroup.freeze 1, memory.swap.current > 0, read at kill
 //!   time) come after all others; the kill event says how many it passed
 //!   over (`spared`).
+//! - With SWAM's EOOM (eoom.rs), the candidates are ordered by
+//!   oom_score_adj plus a launch_adj from their app's relaunch cost first
+//!   (Ice+'s partition, if on too, applies to that order); the kill event
+//!   says the victim's `launch_adj` and `relaunch_ms`.
 //! - Killing: SIGKILL through a pidfd, the victim's memory released by a
 //!   reaper thread with process_mrelease, and no further kill until the
 //!   victim's pidfd reports its exit or `kill_timeout_ms` passes (polling
@@ -57,6 +61,7 @@
 //! wakeup with no carried-over growth, which is what the decay intends.
 
 pub mod decision;
+pub mod eoom;
 pub mod proc_registry;
 pub mod victim;
 pub mod wakeup_log;
@@ -70,6 +75,7 @@ use crate::sys::proc_files::{self, Watermarks};
 use crate::sys::psi::{self, Stall, Trigger};
 use anyhow::{bail, Context, Result};
 use decision::{Decision, KillPlan, Level, Reclaim, Snapshot, VmCounters, PAGE_KB};
+use eoom::{eoom_order, Eoom, Ranked, Score};
 use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -120,12 +126,26 @@ pub struct Lmkd {
     wakeups: WakeupLog,
     /// Ice+: the directory of the apps' cgroups, whose swap spares them.
     spare_swapped: Option<PathBuf>,
+    /// SWAM's EOOM: candidates ranked by their app's relaunch cost too.
+    eoom: Option<Eoom>,
+}
+
+/// A process lmkd tries to kill, with what its event reports.
+struct Victim<'a> {
+    pid: i32,
+    app: &'a str,
+    adj: i32,
+    /// Ice+: the candidates passed over for it.
+    spared: Option<u32>,
+    /// EOOM: its launch_adj and the cost it came from.
+    score: Option<Score>,
 }
 
 impl Lmkd {
     /// Install the PSI triggers and start the reaper thread; each wakeup
     /// is recorded in `wakeups` (wakeup_log.rs). With `spare_swapped`
-    /// (the apps' cgroups), candidates whose app holds swap go last.
+    /// (the apps' cgroups), candidates whose app holds swap go last; with
+    /// `eoom`, the apps cheapest to relaunch go first.
     pub fn new(
         cfg: &LmkdConfig,
         registry: Arc<ProcRegistry>,
@@ -133,6 +153,7 @@ impl Lmkd {
         control: Arc<Control>,
         wakeups: WakeupLog,
         spare_swapped: Option<PathBuf>,
+        eoom: Option<Eoom>,
     ) -> Result<Lmkd> {
         let window = ms(cfg.window_ms);
         let triggers = vec![
@@ -179,6 +200,7 @@ impl Lmkd {
             },
             wakeups,
             spare_swapped,
+            eoom,
         })
     }
 
@@ -395,6 +417,27 @@ impl Lmkd {
             self.cfg.kill_heaviest_task,
             self.cfg.perceptible_adj,
         );
+        let mut scores: HashMap<i32, Score> = HashMap::new();
+        let order: Vec<i32> = match &self.eoom {
+            None => order,
+            Some(eoom) => {
+                let ranked: Vec<Ranked> = order
+                    .iter()
+                    .map(|&pid| Ranked {
+                        pid,
+                        adj: entry(pid).adj,
+                        relaunch_ms: eoom.costs.mean_ms(&entry(pid).app),
+                    })
+                    .collect();
+                eoom_order(&ranked, eoom.launch_adj_max)
+                    .into_iter()
+                    .map(|(pid, score)| {
+                        scores.insert(pid, score);
+                        pid
+                    })
+                    .collect()
+            }
+        };
         let order: Vec<(i32, Option<u32>)> = match &self.spare_swapped {
             None => order.into_iter().map(|pid| (pid, None)).collect(),
             Some(apps_cgroup) => {
@@ -413,7 +456,14 @@ impl Lmkd {
         };
         for (pid, spared) in order {
             let e = entry(pid);
-            if let Some(rss_kb) = self.kill_one(pid, level, plan, &e.app, e.adj, spared)? {
+            let victim = Victim {
+                pid,
+                app: &e.app,
+                adj: e.adj,
+                spared,
+                score: scores.get(&pid).copied(),
+            };
+            if let Some(rss_kb) = self.kill_one(&victim, level, plan)? {
                 return Ok(rss_kb / PAGE_KB);
             }
         }
@@ -421,15 +471,8 @@ impl Lmkd {
     }
 
     /// `kill_one_process`: `None` if the process is already gone.
-    fn kill_one(
-        &mut self,
-        pid: i32,
-        level: Level,
-        plan: &KillPlan,
-        app: &str,
-        adj: i32,
-        spared: Option<u32>,
-    ) -> Result<Option<i64>> {
+    fn kill_one(&mut self, victim: &Victim, level: Level, plan: &KillPlan) -> Result<Option<i64>> {
+        let pid = victim.pid;
         self.registry.remove(pid);
         let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
             return Ok(None);
@@ -451,15 +494,16 @@ impl Lmkd {
             .context("lmkd reaper thread is gone")?;
         self.waiting = Some(pidfd);
         self.events.log(&Event::Kill {
-            app,
+            app: victim.app,
             pid,
-            adj,
+            adj: victim.adj,
             rss_kb,
             level,
             reason: plan.reason,
             min_adj: plan.min_adj,
             thrashing: plan.thrashing,
-            spared,
+            spared: victim.spared,
+            eoom: victim.score,
         })?;
         Ok(Some(rss_kb))
     }

@@ -229,7 +229,7 @@ fn prepare(spec: &ReliabilitySpec) -> Result<Machine> {
     cgroups.join_system()?;
     setup::protect_from_oom_killer()?;
     setup::apply_memory(&spec.memory)?;
-    setup::setup_swap(&swap_dev, &spec.swap)?;
+    setup::setup_swap(&swap_dev, &spec.swap, None)?;
     let knobs = setup::apply_knobs(&spec.scheme.knobs)?;
     let kthreads = kthread_sched::apply(&spec.scheme.kthreads)?;
     let mem = setup::read_meminfo()?;

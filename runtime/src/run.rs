@@ -1,7 +1,7 @@
 //! `pmr-guest run`: setup, then the workload with its threads (lmkd, the
 //! metrics sampler, the child reaper, skew rectification's pageout worker
-//! and swappiness loop and Ice's heartbeat if the scheme has them) around
-//! the activity manager, then the result files.
+//! and swappiness loop, Ice's heartbeat and SWAM's swap-file daemon if the
+//! scheme has them) around the activity manager, then the result files.
 //!
 //! Exit status: 2 with one line `pmr-guest: error: ...` for anything that
 //! fails before the workload starts; after that, run.json is always
@@ -9,6 +9,7 @@
 
 use crate::control::Control;
 use crate::events::EventLog;
+use crate::lmkd::eoom::{Eoom, RelaunchCosts};
 use crate::lmkd::proc_registry::ProcRegistry;
 use crate::lmkd::wakeup_log::WakeupLog;
 use crate::lmkd::Lmkd;
@@ -25,6 +26,7 @@ use crate::workload::anon_file_balance;
 use crate::workload::app_files::DATA_MOUNT;
 use crate::workload::child_reaper;
 use crate::workload::ice::Ice;
+use crate::workload::swam;
 use crate::workload::ticks;
 use crate::workload::unused_anon::{idle_bitmap, UnusedAnon};
 use crate::workload::zygote::Zygote;
@@ -111,6 +113,7 @@ struct Workload<'a> {
     threads_at_start: ThreadTicks,
     unused_anon: Option<UnusedAnon>,
     ice: Option<Ice>,
+    relaunch_costs: Option<Arc<RelaunchCosts>>,
 }
 
 impl<'a> Workload<'a> {
@@ -134,6 +137,12 @@ impl<'a> Workload<'a> {
             &spec.out_dir.join(TRACE_FILE),
             &control,
         )?;
+        let swam_scheme = spec.scheme.swam.as_ref();
+        let eoom = swam_scheme.and_then(|s| s.eoom.as_ref()).map(|e| Eoom {
+            launch_adj_max: e.launch_adj_max,
+            costs: Arc::new(RelaunchCosts::default()),
+        });
+        let relaunch_costs = eoom.as_ref().map(|e| e.costs.clone());
         let lmkd = Lmkd::new(
             &spec.lmkd,
             registry.clone(),
@@ -145,6 +154,7 @@ impl<'a> Workload<'a> {
                 .as_ref()
                 .filter(|i| i.spare_swapped)
                 .map(|_| phone.cgroups.group_dir()),
+            eoom,
         )?;
         let threads_at_start = threads_cpu::read(&spec.metrics.reclaim_threads);
         let sampler = metrics::spawn(
@@ -174,6 +184,9 @@ impl<'a> Workload<'a> {
                 start,
                 control.clone(),
             )?);
+        }
+        if let Some(swapd) = swam_scheme.and_then(|s| s.swapd.as_ref()) {
+            threads.push(swam::spawn(swapd, events.clone(), control.clone())?);
         }
         let unused_anon = skew
             .map(|s| {
@@ -211,6 +224,7 @@ impl<'a> Workload<'a> {
             threads_at_start,
             unused_anon,
             ice,
+            relaunch_costs,
         })
     }
 
@@ -227,6 +241,7 @@ impl<'a> Workload<'a> {
             deadline: self.start + Duration::from_secs_f64(spec.deadline_s),
             unused_anon: self.unused_anon,
             ice: self.ice,
+            relaunch_costs: self.relaunch_costs,
         });
         let mut result = std::panic::catch_unwind(AssertUnwindSafe(|| manager.run()))
             .unwrap_or_else(|_| {

@@ -1,21 +1,23 @@
 //! Turning the fresh virtme-ng guest into the phone the spec describes,
 //! before the workload starts: checks, cgroups, memory sysctls, swap (the
-//! disk, zram, or both with zram first), the data disk with the apps' files (made on the
-//! host, mounted read-only), the scheme's knobs, and finally an empty page
-//! cache. Every failure here is a setup error (exit 2) whose message says
-//! how to fix it.
+//! disk, zram, or both with zram first; with SWAM's swap-file daemon the
+//! disk is an ext4 filesystem for its swap files instead), the data disk
+//! with the apps' files (made on the host, mounted read-only), the scheme's
+//! knobs, and finally an empty page cache. Every failure here is a setup
+//! error (exit 2) whose message says how to fix it.
 //!
-//! The guest shares the host's root filesystem read-only, so mkswap is the
-//! host's; /tmp is a fresh tmpfs for the mount point.
+//! The guest shares the host's root filesystem read-only, so mkswap and
+//! mkfs.ext4 are the host's; /tmp is a fresh tmpfs for the mount points.
 
 use crate::pattern::{self, PAGE_SIZE};
-use crate::spec::{Knob, Memory, Spec, Swap};
+use crate::spec::{Knob, Memory, Spec, Swap, Swapd};
 use crate::sys;
 use crate::sys::cgroup::Cgroups;
 use crate::sys::kthread_sched;
 use crate::sys::proc_files::{self, MemInfo};
 use crate::sys::psi;
 use crate::workload::app_files::{self, app_files, DATA_MOUNT};
+use crate::workload::swam::SWAP_FILE_DIR;
 use crate::workload::unused_anon::idle_bitmap;
 use anyhow::{bail, ensure, Context, Result};
 use std::collections::BTreeMap;
@@ -29,7 +31,7 @@ const SYS_BLOCK: &str = "/sys/block";
 const RUNTIME_RESERVE_KB: i64 = 64 * 1024;
 const ZRAM_PRIORITY: u16 = 100;
 const DISK_SWAP_PRIORITY: u16 = 10;
-/// Directories searched for mkswap besides $PATH.
+/// Directories searched for mkswap and mkfs.ext4 besides $PATH.
 const SBIN_DIRS: [&str; 4] = ["/usr/sbin", "/sbin", "/usr/bin", "/bin"];
 
 /// The prepared phone, as run.json reports it.
@@ -69,7 +71,8 @@ pub fn prepare(spec: &Spec) -> Result<Phone> {
     // The kernel's OOM killer must pick apps, never the runtime.
     protect_from_oom_killer()?;
     apply_memory(&spec.memory)?;
-    let zram_dev = setup_swap(&swap_dev, &spec.swap)?;
+    let swapd = spec.scheme.swam.as_ref().and_then(|s| s.swapd.as_ref());
+    let zram_dev = setup_swap(&swap_dev, &spec.swap, swapd)?;
     mount_data_disk(&data_dev, spec)?;
     let knobs = apply_knobs(&spec.scheme.knobs)?;
     let kthreads = kthread_sched::apply(&spec.scheme.kthreads)?;
@@ -138,11 +141,16 @@ pub fn apply_memory(m: &Memory) -> Result<()> {
     write("/proc/sys/vm/swappiness", &m.swappiness.to_string())
 }
 
-/// mkswap and swapon the swap disk unless `swap.disk` is false, then the
-/// zram device if `swap.zram_mb` > 0: the zram device's name, if any.
-pub fn setup_swap(swap_dev: &str, swap: &Swap) -> Result<Option<String>> {
+/// Unless `swap.disk` is false, the swap disk: mkswap and swapon, or with
+/// SWAM's `swapd` an ext4 filesystem on `SWAP_FILE_DIR` for its swap files
+/// (none swapped on yet); then the zram device if `swap.zram_mb` > 0: the
+/// zram device's name, if any.
+pub fn setup_swap(swap_dev: &str, swap: &Swap, swapd: Option<&Swapd>) -> Result<Option<String>> {
     if swap.disk {
-        setup_disk_swap(swap_dev)?;
+        match swapd {
+            None => setup_disk_swap(swap_dev)?,
+            Some(_) => setup_swap_file_disk(swap_dev, Path::new(SWAP_FILE_DIR))?,
+        }
     }
     if swap.zram_mb > 0.0 {
         return setup_zram(swap.zram_mb).map(Some);
@@ -229,7 +237,7 @@ fn find_tool(tool: &str) -> Result<PathBuf> {
         })
 }
 
-fn run_tool(tool: &str, args: &[&str]) -> Result<()> {
+pub(crate) fn run_tool(tool: &str, args: &[&str]) -> Result<()> {
     let out = Command::new(find_tool(tool)?)
         .args(args)
         .output()
@@ -251,6 +259,19 @@ fn setup_disk_swap(dev: &str) -> Result<()> {
     run_tool("mkswap", &["-f", &node])?;
     sys::swapon(Path::new(&node), DISK_SWAP_PRIORITY)
         .with_context(|| format!("swapon {node} failed (kernel without CONFIG_SWAP?)"))
+}
+
+/// mkfs.ext4 on the swap disk, mounted read-write on `dir`: where SWAM's
+/// daemon makes its swap files (workload/swam.rs). Its inode tables and
+/// journal are written now rather than by the kernel in the background,
+/// which would add writes to the disk's figures during the run.
+fn setup_swap_file_disk(dev: &str, dir: &Path) -> Result<()> {
+    let node = format!("/dev/{dev}");
+    let eager = "lazy_itable_init=0,lazy_journal_init=0";
+    run_tool("mkfs.ext4", &["-q", "-F", "-E", eager, &node])?;
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    sys::mount(&node, dir, "ext4")
+        .with_context(|| format!("cannot mount {node} on {} (CONFIG_EXT4_FS?)", dir.display()))
 }
 
 /// Size the first zram device (hot-adding one if there is none), swap on

@@ -91,6 +91,57 @@ pub struct Scheme {
     /// Ice+'s lmkd rule; off if absent. `run` only.
     #[serde(default)]
     pub ice: Option<Ice>,
+    /// SWAM's swap-file daemon (workload/swam.rs) and EOOM kill order
+    /// (lmkd/eoom.rs); off if absent. `run` only.
+    #[serde(default)]
+    pub swam: Option<Swam>,
+}
+
+/// SWAM (MobiCom'23): zram is the fast tier of swap and flash the slow
+/// one, whose size a swap-file daemon adjusts to memory pressure (Adaptive
+/// Swap), and lmkd kills the app cheapest to relaunch first (EOOM Killer).
+/// Its OOM Cleaner is the kernel's working-set protection, set by knobs.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Swam {
+    /// The flash tier as swap files added and removed by a daemon; absent:
+    /// the swap disk is swapped on whole.
+    #[serde(default)]
+    pub swapd: Option<Swapd>,
+    /// lmkd's candidates ordered by oom_score_adj plus a launch_adj from
+    /// their app's relaunch cost; absent: lmkd's usual order.
+    #[serde(default)]
+    pub eoom: Option<Eoom>,
+}
+
+/// The swap-file daemon (adaptive-swapd's swamd.c): every `period_ms`,
+/// spare = MemFree + SwapFree + (Buffers + Cached) / 2; below `low_mb` a
+/// file of `chunk_mb` is added (at most `max_files`), above `high_mb` the
+/// newest is removed. The swap disk holds the files (ext4).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Swapd {
+    /// How often spare memory is checked, ms (> 0).
+    pub period_ms: f64,
+    /// The size of each swap file, MB (guest scale, > 0).
+    pub chunk_mb: f64,
+    /// The most swap files at a time, 1..=24.
+    pub max_files: u32,
+    /// Spare memory below which a file is added, MB (guest scale, >= 0).
+    pub low_mb: f64,
+    /// Spare memory above which the newest file is removed, MB (guest
+    /// scale, > low_mb).
+    pub high_mb: f64,
+}
+
+/// EOOM's kill order: each candidate's launch_adj runs from
+/// `launch_adj_max` (its app is the cheapest of the candidates to
+/// relaunch) down to 0 (the costliest, or a cost not measured yet).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Eoom {
+    /// The launch_adj of the cheapest app to relaunch, 1..=1000.
+    pub launch_adj_max: i32,
 }
 
 /// Ice (TOCS'25): background apps that refault are frozen whole (cgroup v2
@@ -271,8 +322,66 @@ impl Scheme {
         if let Some(ice) = &self.ice {
             ice.validate()?;
         }
+        if let Some(swam) = &self.swam {
+            swam.validate()?;
+        }
         Ok(())
     }
+}
+
+impl Swam {
+    pub fn validate(&self) -> Result<()> {
+        if let Some(s) = &self.swapd {
+            s.validate()?;
+        }
+        if let Some(e) = &self.eoom {
+            ensure!(
+                (1..=Eoom::MAX_LAUNCH_ADJ).contains(&e.launch_adj_max),
+                "scheme.swam.eoom.launch_adj_max must be 1..={}",
+                Eoom::MAX_LAUNCH_ADJ
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Swapd {
+    /// The most files, ours: 24 files and zram are 25 swap areas, within
+    /// the kernel's MAX_SWAPFILES (6.1: 32 less the swap types its config
+    /// reserves for migration, hwpoison, PTE markers and device memory).
+    pub const MAX_FILES: u32 = 24;
+
+    pub fn validate(&self) -> Result<()> {
+        ensure!(
+            self.period_ms.is_finite() && self.period_ms > 0.0,
+            "scheme.swam.swapd.period_ms must be > 0"
+        );
+        ensure!(
+            self.chunk_mb.is_finite() && self.chunk_mb > 0.0,
+            "scheme.swam.swapd.chunk_mb must be > 0"
+        );
+        ensure!(
+            (1..=Self::MAX_FILES).contains(&self.max_files),
+            "scheme.swam.swapd.max_files must be 1..={}",
+            Self::MAX_FILES
+        );
+        ensure!(
+            non_negative(self.low_mb),
+            "scheme.swam.swapd.low_mb must be >= 0"
+        );
+        ensure!(
+            self.high_mb.is_finite() && self.high_mb > self.low_mb,
+            "scheme.swam.swapd.high_mb must be > low_mb ({} MB): a file added below low_mb \
+             must not be removed at once",
+            self.low_mb
+        );
+        Ok(())
+    }
+}
+
+impl Eoom {
+    /// oom_score_adj's range is -1000..=1000.
+    pub const MAX_LAUNCH_ADJ: i32 = 1000;
 }
 
 /// The previous app's oom_score_adj (workload/oom_adj.rs), the least adj
@@ -664,6 +773,12 @@ impl Spec {
         self.scheme.validate()?;
         self.memory.validate()?;
         self.swap.validate()?;
+        let swapd = self.scheme.swam.as_ref().and_then(|s| s.swapd.as_ref());
+        ensure!(
+            swapd.is_none() || self.swap.disk,
+            "scheme.swam.swapd needs the swap disk (swap.disk true): its swap files are made \
+             on it"
+        );
         self.heap.validate()?;
         ensure!(
             !self.data_disk.serial.is_empty(),
@@ -1179,6 +1294,148 @@ mod tests {
         v["scheme"]["ice"] = i;
         let err = format!("{:#}", parse_value(&v).unwrap_err());
         assert!(err.contains("missing field `spare_swapped`"), "{err}");
+    }
+
+    fn swam() -> serde_json::Value {
+        serde_json::json!({"swapd": {"period_ms": 1000.0, "chunk_mb": 21.3, "max_files": 24,
+                                     "low_mb": 10.7, "high_mb": 42.7},
+                           "eoom": {"launch_adj_max": 100}})
+    }
+
+    #[test]
+    fn swam_is_optional_and_parsed() {
+        assert!(Spec::parse(FIXTURE).unwrap().scheme.swam.is_none());
+        let mut v = fixture_value();
+        v["scheme"]["swam"] = swam();
+        let s = parse_value(&v).unwrap().scheme.swam.unwrap();
+        let d = s.swapd.unwrap();
+        assert_eq!(
+            (d.period_ms, d.chunk_mb, d.max_files, d.low_mb, d.high_mb),
+            (1000.0, 21.3, 24, 10.7, 42.7)
+        );
+        assert_eq!(s.eoom.unwrap().launch_adj_max, 100);
+        for (swam, swapd, eoom) in [
+            (serde_json::json!({}), false, false),
+            (
+                serde_json::json!({"swapd": null, "eoom": null}),
+                false,
+                false,
+            ),
+            (
+                serde_json::json!({"eoom": {"launch_adj_max": 1}}),
+                false,
+                true,
+            ),
+            (serde_json::json!({"swapd": swam()["swapd"]}), true, false),
+        ] {
+            v["scheme"]["swam"] = swam.clone();
+            let s = parse_value(&v).unwrap().scheme.swam.unwrap();
+            assert_eq!(
+                (s.swapd.is_some(), s.eoom.is_some()),
+                (swapd, eoom),
+                "{swam}"
+            );
+        }
+        v["scheme"]["swam"] = serde_json::Value::Null;
+        assert!(parse_value(&v).unwrap().scheme.swam.is_none());
+    }
+
+    #[test]
+    fn swam_refuses_unknown_fields_and_bad_ranges() {
+        let mut v = fixture_value();
+        for (part, field, value, needle) in [
+            (
+                "swapd",
+                "period_ms",
+                serde_json::json!(0),
+                "scheme.swam.swapd.period_ms must be > 0",
+            ),
+            (
+                "swapd",
+                "chunk_mb",
+                serde_json::json!(-1),
+                "scheme.swam.swapd.chunk_mb must be > 0",
+            ),
+            (
+                "swapd",
+                "max_files",
+                serde_json::json!(0),
+                "scheme.swam.swapd.max_files must be 1..=24",
+            ),
+            (
+                "swapd",
+                "max_files",
+                serde_json::json!(25),
+                "scheme.swam.swapd.max_files must be 1..=24",
+            ),
+            (
+                "swapd",
+                "low_mb",
+                serde_json::json!(-0.5),
+                "scheme.swam.swapd.low_mb must be >= 0",
+            ),
+            (
+                "swapd",
+                "high_mb",
+                serde_json::json!(10.7),
+                "scheme.swam.swapd.high_mb must be > low_mb (10.7 MB)",
+            ),
+            (
+                "eoom",
+                "launch_adj_max",
+                serde_json::json!(0),
+                "scheme.swam.eoom.launch_adj_max must be 1..=1000",
+            ),
+            (
+                "eoom",
+                "launch_adj_max",
+                serde_json::json!(1001),
+                "scheme.swam.eoom.launch_adj_max must be 1..=1000",
+            ),
+            (
+                "swapd",
+                "priority",
+                serde_json::json!(-1),
+                "unknown field `priority`",
+            ),
+            (
+                "eoom",
+                "scale",
+                serde_json::json!(1),
+                "unknown field `scale`",
+            ),
+        ] {
+            let mut s = swam();
+            s[part][field] = value;
+            v["scheme"]["swam"] = s;
+            let err = format!("{:#}", parse_value(&v).unwrap_err());
+            assert!(err.contains(needle), "{part}.{field}: {err}");
+        }
+        let mut s = swam();
+        s["wsp"] = serde_json::json!({"clean_low_mb": 150});
+        v["scheme"]["swam"] = s;
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("unknown field `wsp`"), "{err}");
+        let mut s = swam();
+        s["swapd"].as_object_mut().unwrap().remove("high_mb");
+        v["scheme"]["swam"] = s;
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(err.contains("missing field `high_mb`"), "{err}");
+    }
+
+    #[test]
+    fn swam_swapd_needs_the_swap_disk() {
+        let mut v = fixture_value();
+        v["swap"]["disk"] = false.into();
+        v["swap"]["zram_mb"] = 341.3.into();
+        v["scheme"]["swam"] = swam();
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(
+            err.contains("scheme.swam.swapd needs the swap disk (swap.disk true)"),
+            "{err}"
+        );
+        v["scheme"]["swam"]["swapd"] = serde_json::Value::Null;
+        assert!(parse_value(&v).is_ok(), "eoom alone needs no swap disk");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Thin safe wrappers over the Linux system calls the runtime needs and std
 //! does not offer: pidfds, process_mrelease, process_madvise, poll,
-//! mlockall, mount, swapon, waitpid, scheduling. Its modules are the runtime's other ways into the
-//! kernel: cgroups and their memory.stat, /proc and /sys parsers, PSI,
-//! tracefs, kernel-thread scheduling and CPU time.
+//! mlockall, mount, swapon and swapoff, fallocate, waitpid, scheduling.
+//! Its modules are the runtime's other ways into the kernel: cgroups and
+//! their memory.stat, /proc and /sys parsers, PSI, tracefs, kernel-thread
+//! scheduling and CPU time.
 
 pub mod cgroup;
 pub mod kthread_sched;
@@ -164,6 +165,30 @@ pub fn swapon(device: &Path, priority: u16) -> Result<()> {
     Ok(())
 }
 
+/// swapon(2) without a priority: the kernel gives each such area a lower
+/// one than the last, below every area swapped on with one.
+pub fn swapon_default_priority(file: &Path) -> Result<()> {
+    let file = cstring(file)?;
+    // SAFETY: valid NUL-terminated path.
+    check(unsafe { libc::swapon(file.as_ptr(), 0) }.into())?;
+    Ok(())
+}
+
+pub fn swapoff(file: &Path) -> Result<()> {
+    let file = cstring(file)?;
+    // SAFETY: valid NUL-terminated path.
+    check(unsafe { libc::swapoff(file.as_ptr()) }.into())?;
+    Ok(())
+}
+
+/// fallocate(2) mode 0: allocate `len` bytes of `file` from offset 0.
+pub fn fallocate(file: &std::fs::File, len: u64) -> Result<()> {
+    let len = libc::off_t::try_from(len).map_err(Error::other)?;
+    // SAFETY: plain syscall on an open fd.
+    check(unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) }.into())?;
+    Ok(())
+}
+
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -215,6 +240,15 @@ pub fn set_fifo(priority: i32) -> Result<()> {
     };
     // SAFETY: `param` is valid for the call; 0 means the calling thread.
     check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }.into())?;
+    Ok(())
+}
+
+/// Set the nice value of the calling thread.
+pub fn set_thread_nice(nice: i32) -> Result<()> {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    // SAFETY: plain syscall; PRIO_PROCESS with a thread id sets that thread.
+    check(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) }.into())?;
     Ok(())
 }
 

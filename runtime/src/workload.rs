@@ -8,8 +8,8 @@
 //! files (app_files.rs), the calibrated CPU work (bench.rs), what a launch
 //! cost (launch_cost.rs), the frames an app in front draws (frames.rs) and
 //! the ticks.csv rows of frames and background periods (ticks.rs), Ice's
-//! app freezing (ice.rs), the child reaper, and the max-rate allocator
-//! (max_rate.rs).
+//! app freezing (ice.rs), SWAM's swap-file daemon (swam.rs), the child
+//! reaper, and the max-rate allocator (max_rate.rs).
 
 pub mod activity_manager;
 pub mod anon_file_balance;
@@ -26,6 +26,7 @@ pub mod max_rate;
 pub mod memory;
 pub mod oom_adj;
 pub mod protocol;
+pub mod swam;
 pub mod switch_plan;
 pub mod ticks;
 pub mod unused_anon;

@@ -8,6 +8,7 @@ mod common;
 use common::Scratch;
 use pmr_guest::control::Control;
 use pmr_guest::events::EventLog;
+use pmr_guest::lmkd::eoom::{relaunch_ms, RelaunchCosts};
 use pmr_guest::lmkd::proc_registry::{Entry, ProcRegistry};
 use pmr_guest::workload::activity_manager::{ActivityManager, Resources};
 use pmr_guest::workload::child_reaper;
@@ -24,6 +25,8 @@ struct Outcome {
     events: Vec<Value>,
     /// The registry when the scenario ended, before the apps were killed.
     registry: Vec<(i32, Entry)>,
+    /// EOOM's relaunch costs at the end.
+    relaunch_costs: Arc<RelaunchCosts>,
 }
 
 /// Run the scenario of `s`; `meddle` runs on its own thread meanwhile.
@@ -53,6 +56,7 @@ fn run_with_bitmap(
     let control = Arc::new(Control::default());
     let events = Arc::new(EventLog::create(&events_path, Instant::now()).unwrap());
     let (reaper, deaths) = child_reaper::spawn(registry.clone(), control.clone()).unwrap();
+    let relaunch_costs = Arc::new(RelaunchCosts::default());
     let (result, snapshot) = std::thread::scope(|scope| {
         scope.spawn(|| meddle(&registry, &control));
         let unused_anon = s.spec.scheme.skew.as_ref().map(|skew| {
@@ -74,6 +78,7 @@ fn run_with_bitmap(
             deadline: Instant::now() + deadline,
             unused_anon,
             ice,
+            relaunch_costs: Some(relaunch_costs.clone()),
         });
         let result = manager.run();
         let snapshot = registry.snapshot();
@@ -91,6 +96,7 @@ fn run_with_bitmap(
         result,
         events,
         registry: snapshot,
+        relaunch_costs,
     }
 }
 
@@ -104,6 +110,32 @@ fn assert_launch_costs(events: &[Value]) {
         let wall = e["cost"]["wall_ms"].as_f64().unwrap_or(-1.0);
         let response = e["response_ms"].as_f64().unwrap();
         assert!((0.0..=response + 0.01).contains(&wall), "{e}");
+    }
+}
+
+/// EOOM's relaunch cost of every app is the mean files_ms + init_ms of
+/// its cold launches' events.
+fn assert_relaunch_costs(events: &[Value], relaunch_costs: &RelaunchCosts, apps: &[&str]) {
+    for app in apps {
+        let costs: Vec<f64> = of_type(events, "switch")
+            .into_iter()
+            .chain(of_type(events, "launch"))
+            .filter(|e| e["app"] == *app && e["kind"] == "cold")
+            .map(|e| {
+                let cost = serde_json::from_value(e["cost"].clone()).unwrap();
+                relaunch_ms(&cost).unwrap()
+            })
+            .collect();
+        let mean = relaunch_costs.mean_ms(app);
+        if costs.is_empty() {
+            assert_eq!(mean, None, "{app}");
+        } else {
+            let expected = costs.iter().sum::<f64>() / costs.len() as f64;
+            assert!(
+                (mean.unwrap() - expected).abs() < 1e-9,
+                "{app}: {mean:?} {costs:?}"
+            );
+        }
     }
 }
 
@@ -198,6 +230,8 @@ fn scenario_runs_to_completion() {
         .iter()
         .all(|e| e["response_ms"].as_f64().unwrap() > 0.0));
     assert_launch_costs(&out.events);
+    let apps = ["chrome", "youtube", "firefox", "whatsapp"];
+    assert_relaunch_costs(&out.events, &out.relaunch_costs, &apps);
     assert!(of_type(&out.events, "app_died").is_empty());
 
     // The last app switched to is in front, the one before is previous;
@@ -255,6 +289,8 @@ fn deaths_are_logged_and_dead_apps_relaunch_cold() {
     assert_eq!(chrome_kinds[0], "cold");
     // a relaunch after a death too: the cost is the attempt that survived
     assert_launch_costs(&out.events);
+    let apps = ["chrome", "youtube", "firefox", "whatsapp"];
+    assert_relaunch_costs(&out.events, &out.relaunch_costs, &apps);
     assert!(
         out.registry.iter().all(|(_, e)| e.app != "firefox"),
         "dead apps are unregistered"

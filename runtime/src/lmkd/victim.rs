@@ -5,7 +5,8 @@
 //! list). The caller tries the candidates in the returned order until one
 //! kill succeeds (a process may have died meanwhile).
 //!
-//! Ice+ (`scheme.ice.spare_swapped`) reorders that list (`spare_swapped`):
+//! SWAM's EOOM (eoom.rs) may reorder that list by relaunch cost first.
+//! Ice+ (`scheme.ice.spare_swapped`) then reorders it (`spare_swapped`):
 //! the candidates whose app is frozen and holds swap go last (the
 //! paper's "unkillable" apps, §4.3.2: killing a frozen app whose memory
 //! was already compressed frees little RAM and wastes the reclaim), so
@@ -49,7 +50,8 @@ pub fn kill_order(
     eligible.iter().map(|c| c.pid).collect()
 }
 
-/// Ice+'s order over `order` (kill_order's): the candidates that are not
+/// Ice+'s order over `order` (kill_order's, or EOOM's over it): the
+/// candidates that are not
 /// `unkillable`, then those that are, each in their order; with each, how
 /// many unkillable candidates its kill passes over (those before it in
 /// `order`; none for an unkillable one itself).

@@ -93,6 +93,11 @@ impl ReliabilitySpec {
             "scheme.ice is for `pmr-guest run` only: the reliability check has no apps to \
              freeze"
         );
+        ensure!(
+            self.scheme.swam.is_none(),
+            "scheme.swam is for `pmr-guest run` only: the reliability check swaps on the swap \
+             disk whole and has no apps to rank for lmkd"
+        );
         self.scheme.validate()?;
         self.memory.validate()?;
         self.swap.validate()?;
@@ -215,6 +220,21 @@ mod tests {
             "{err}"
         );
         let unset = SPEC.replace(r#""policies": [],"#, r#""policies": [], "ice": null,"#);
+        assert!(ReliabilitySpec::parse(&unset).is_ok());
+    }
+
+    #[test]
+    fn refuses_swam() {
+        let swam = SPEC.replace(
+            r#""policies": [],"#,
+            r#""policies": [], "swam": {"eoom": {"launch_adj_max": 100}},"#,
+        );
+        let err = format!("{:#}", ReliabilitySpec::parse(&swam).unwrap_err());
+        assert!(
+            err.contains("scheme.swam is for `pmr-guest run` only"),
+            "{err}"
+        );
+        let unset = SPEC.replace(r#""policies": [],"#, r#""policies": [], "swam": null,"#);
         assert!(ReliabilitySpec::parse(&unset).is_ok());
     }
 

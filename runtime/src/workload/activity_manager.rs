@@ -29,6 +29,9 @@
 //! the thaw's `thaw_ms`. At the end Ice thaws every app before the apps are
 //! killed.
 //!
+//! With `scheme.swam.eoom`, the cost of every cold launch (the one its
+//! event logs) goes to lmkd's relaunch costs (lmkd/eoom.rs).
+//!
 //! Deaths come from the child reaper. An app is gone when any of its
 //! processes dies: the manager kills the rest, and the next switch to it
 //! is a cold launch. A process that ends other than by SIGKILL (an app
@@ -37,6 +40,7 @@
 
 use crate::control::Control;
 use crate::events::{Event, EventLog, LaunchKind, Phase};
+use crate::lmkd::eoom::RelaunchCosts;
 use crate::lmkd::proc_registry::ProcRegistry;
 use crate::spec::{ms, Spec};
 use crate::sys::{self, Exit};
@@ -76,6 +80,9 @@ pub struct Resources<'a> {
     pub unused_anon: Option<UnusedAnon>,
     /// Ice's daemon, if the scheme has it.
     pub ice: Option<Ice>,
+    /// EOOM's relaunch costs, fed at every cold launch, if the scheme has
+    /// EOOM.
+    pub relaunch_costs: Option<Arc<RelaunchCosts>>,
 }
 
 /// What a launch in front did, for its event.
@@ -154,6 +161,7 @@ impl<'a> ActivityManager<'a> {
             self.cold_launch(app)?;
             let response_ms = millis(start.elapsed());
             let cost = self.take_launch_cost();
+            self.launched(app, LaunchKind::Cold, &cost);
             let thaw_ms = self.launch_thaw.take();
             self.set_front(None);
             self.update_adjs()?;
@@ -212,6 +220,7 @@ impl<'a> ActivityManager<'a> {
         let kind = self.launch(app)?;
         let response_ms = millis(start.elapsed());
         let cost = self.take_launch_cost();
+        self.launched(app, kind, &cost);
         let thaw_ms = self.launch_thaw.take();
         if kind == LaunchKind::Cold {
             if let Some(unused_anon) = &mut self.unused_anon {
@@ -369,6 +378,14 @@ impl<'a> ActivityManager<'a> {
             && (self.launch_cost.is_empty() || wall(&costs) > wall(&self.launch_cost))
         {
             self.launch_cost = costs;
+        }
+    }
+
+    /// A launch of `app` that cost `cost` was done: a cold one's cost goes
+    /// to EOOM's relaunch costs.
+    fn launched(&self, app: usize, kind: LaunchKind, cost: &BTreeMap<String, f64>) {
+        if let (LaunchKind::Cold, Some(costs)) = (kind, &self.ctx.relaunch_costs) {
+            costs.record(&self.ctx.spec.apps[app].name, cost);
         }
     }
 
