@@ -51,10 +51,12 @@ def test_every_shipped_profile_scenario_scheme_loads():
         profiles.load(f.stem)
     for f in (root / "scenarios").glob("*.toml"):
         scenarios.load(f.stem)
-    prof = profiles.load("pixel6pro")
+    prof, two_tiers = profiles.load("pixel6pro"), profiles.load("pixel6pro-swam")
     for f in (root / "schemes").glob("*.toml"):
-        alone = not schemes.load(f.stem).modifier
-        schemes.resolve(f.stem if alone else f"original+{f.stem}", prof)
+        loaded = schemes.load(f.stem)
+        # a scheme that keeps one swap tier runs on a profile with two
+        on = two_tiers if loaded.tiers else prof
+        schemes.resolve(f"original+{f.stem}" if loaded.modifier else f.stem, on)
 
 
 def test_paper_scenario_is_the_papers_workload():

@@ -34,8 +34,17 @@ def _build(scenario="smoke", profile="pixel6pro", scheme="original", tmp=None):
 def test_every_spec_the_harness_builds_follows_the_runtime_schema(scenario):
     runnable = [s for s in _names(paths.SCHEMES_DIR) if not schemes.load(s).modifier]
     combined = ["pmr+kshrinkd-nice", "original+kswapd-fifo", "skew+pmr", "ice+pmr", "ice-plus+pmr"]
+    combined += ["swam+pmr", "zram-only+pmr"]
     for profile in _names(paths.PROFILES_DIR):
+        prof = profiles.load(profile)
         for scheme in runnable + combined:
+            parts = [schemes.load(p) for p in scheme.split("+")]
+            # the profiles a scheme refuses: a swap tier needs two tiers,
+            # SWAM's swap daemon a swap disk that is swapped on
+            if any(p.tiers for p in parts) and not prof.two_tiers:
+                continue
+            if any(p.swam and p.swam["swapd"] for p in parts) and not prof.swaps_to_disk:
+                continue
             assert schema.problems("spec", _build(scenario, profile, scheme)) == []
 
 

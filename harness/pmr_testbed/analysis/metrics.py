@@ -25,7 +25,8 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   On a profile that swaps to zram (spec.json `swap.disk` false) every page
   swapped out is written to the zram device: there it is vmstat.csv's
   `pswpout` (4-KiB pages), and diskstat.csv (the swap disk, not swapped
-  on) is not read.
+  on) is not read for it. On a zram+flash profile it is the swap disk's,
+  the flash tier's (swam.py has both tiers' writes).
   The cumulative counter is linearly interpolated at whole seconds of
   workload time and differenced, giving MB/s for every full 1-s window the
   samples cover. `reclaim_mbps.peak` is the largest window;
@@ -119,6 +120,12 @@ Definitions (MB is 2**20 bytes throughout, pages are 4 KiB):
   in front and the background apps' periods (ticks.csv), Ice's freezes and
   thaws (events.jsonl), launches after the first round, refaults and
   reclaims; None for a run without ticks.csv rows and without Ice.
+- `swam` (swam.py): SWAM's figures, every run with spec.json: the
+  relaunches after lmkd's kills and their cost, the launch (cold switch)
+  and response times' median and p90, the writes to the flash tier (the
+  swap disk, diskstat.csv) and to the zram tier (pswpout less those), and
+  what SWAM's swap daemon, EOOM killer and floors did where the scheme has
+  them.
 
 A run whose run.json is missing or not `"status": "ok"` is never a result:
 `load_run` raises `RunError`. Missing optional files (threads_cpu.json,
@@ -150,6 +157,7 @@ from .lru_balance import lru_balance
 from .lwp import LwpGoal, lwp_figures, lwp_goals
 from .settled_state import settled_state
 from .skew import BALANCE_FILE, SkewBalanceError, skew_figures, swappiness_series
+from .swam import swam_figures
 from .swap_fate import swap_fate
 from .trace import Trace, kshrinkd_rounds, read_trace
 from .writeback import BULK_COUNTERS, bulk_figures, unmap_window_us_per_page, writeback_figures
@@ -253,6 +261,7 @@ class RunMetrics:
     zram: dict | None = None
     swap_medium: str = "flash"
     ice: dict | None = None
+    swam: dict | None = None
     trace_overrun: int | None = None
     trace_missing: list[str] = field(default_factory=list)  # events the kernel lacks
     missing: list[str] = field(default_factory=list)
@@ -280,8 +289,16 @@ def load_run(run_dir: Path) -> RunMetrics:
     vm = vmstat_deltas(vmstat, run_dir / "vmstat.csv")
     spec = _read_optional_json(run_dir / "spec.json")
     medium = swap_medium(spec)
-    if medium == "flash":
-        t_s, mbps = reclaim_throughput(run_dir / "diskstat.csv", run["swap_dev"])
+    # the swap disk's writes: the reclaim throughput on flash, SWAM's flash
+    # tier (swam.py) where a zram run has them
+    diskstat = run_dir / "diskstat.csv"
+    disk = (
+        swap_disk_writes(diskstat, run["swap_dev"])
+        if medium == "flash" or (spec is not None and diskstat.exists())
+        else None
+    )
+    if disk is not None and medium == "flash":
+        t_s, mbps = per_window_mbps(*disk)
     else:
         t_s, mbps = zram_throughput(vmstat)
     threads = _read_optional_json(run_dir / "threads_cpu.json")
@@ -362,6 +379,7 @@ def load_run(run_dir: Path) -> RunMetrics:
         zram=read_zram(run_dir / ZRAM_FILE),
         swap_medium=medium,
         ice=read_ice(run_dir / TICKS_FILE, events, vmstat, spec, refaults),
+        swam=swam_figures(events, vmstat, disk, spec),
         trace_overrun=trace.overrun if trace else None,
         trace_missing=trace.missing if trace else [],
         missing=[name for name in OPTIONAL_FILES if not (run_dir / name).exists()],
@@ -645,6 +663,11 @@ def reclaim_throughput(path: Path, swap_dev: str) -> tuple[list[float], list[flo
 
     Returns (window start times in s, MB/s). Windows are aligned to whole
     seconds since the workload started so runs and schemes line up."""
+    return per_window_mbps(*swap_disk_writes(path, swap_dev))
+
+
+def swap_disk_writes(path: Path, swap_dev: str) -> tuple[np.ndarray, np.ndarray]:
+    """The swap disk's samples in diskstat.csv: (t_ms, bytes written so far)."""
     header, rows = read_table(path)
     col = {name: header.index(name) for name in ("t_ms", "dev", "write_sectors")}
     devs = {row[col["dev"]] for row in rows}
@@ -654,7 +677,7 @@ def reclaim_throughput(path: Path, swap_dev: str) -> tuple[list[float], list[flo
         )
     t_ms = np.array([float(r[col["t_ms"]]) for r in rows])
     written = np.array([float(r[col["write_sectors"]]) for r in rows]) * SECTOR_BYTES
-    return per_window_mbps(t_ms, written)
+    return t_ms, written
 
 
 def zram_throughput(vmstat: Table) -> tuple[list[float], list[float]]:

@@ -45,7 +45,8 @@ TCG host (estimate_s, printed before anything starts):
             a point has no spread; `floor` 1 rep x 2 rounds (its cold
             launches and warm switches, weighed as main's are).
   thorough  `reps` repetitions of everything, main with every scheme file
-            (but the modifiers); main and devices at the scenario's
+            (but the modifiers, and those that keep one tier of a
+            zram+flash profile); main and devices at the scenario's
             rounds, the sweeps 4 rounds (as `make unit-sweep`) at every
             point (delta 1x-5x, unit 64 kB-16 MB on both profiles), and
             `floor`.
@@ -301,10 +302,13 @@ def delta_points(profile: Profile, multiples: tuple[int, ...]) -> list[DeltaPoin
 
 
 def discover_schemes() -> list[str]:
-    """Every scheme in schemes/*.toml that runs alone (not a modifier): the
+    """Every scheme in schemes/*.toml that runs alone (not a modifier) on
+    any profile (without `[swap] tiers`, which needs a zram+flash one): the
     paper's first, then the rest by name."""
     found = sorted(
-        p.stem for p in paths.SCHEMES_DIR.glob("*.toml") if not schemes.load(p.stem).modifier
+        p.stem
+        for p in paths.SCHEMES_DIR.glob("*.toml")
+        if not (s := schemes.load(p.stem)).modifier and s.tiers is None
     )
     return [s for s in PAPER_SCHEMES if s in found] + [s for s in found if s not in PAPER_SCHEMES]
 

@@ -18,7 +18,13 @@ on the throttled swap disk of `swap_mb`, `zram` on a zram device of
 `swap_mb` (guest scale) alone; the swap disk is attached either way, but
 a zram profile does not swap on it, so figures of the disk's writes, its
 fio bandwidth and the regime checks that weigh them are not applicable
-to it. A zram profile has `[zram] compression_ratio`, how well the apps'
+to it. `zram+flash` has two tiers, as SWAM's phones (MobiCom'23): the
+swap disk of `swap_mb`, throttled as a flash profile's, and a zram device
+of `[zram] size_mb` (phone MB, scaled by `[guest] scale` like every size)
+swapped on at the higher priority, so that zram takes the pages first
+(spec.json `swap.zram_mb` > 0 and `swap.disk` true). A scheme's `[swap]
+tiers` may keep one tier of such a profile (schemes.py). A zram or
+zram+flash profile has `[zram] compression_ratio`, how well the apps'
 heap pages compress (original over stored size): the apps write that
 share of each page with pseudo-random words at its first write and leave
 the rest zero (spec.json `heap.random_words`). On flash the content does
@@ -37,7 +43,8 @@ from ..tomlfile import positive, require
 
 PAGE_KB = 4
 # `[phone] swap`: what the guest swaps to (spec.json `swap`)
-SWAP_MEDIA = ("flash", "zram")
+SWAP_MEDIA = ("flash", "zram", "zram+flash")
+TWO_TIERS = "zram+flash"  # the medium with a zram tier above a flash one
 WORDS_PER_PAGE = 512  # 64-bit words in a 4 KiB page
 
 
@@ -58,8 +65,10 @@ class Profile:
     unmap_unit_kb: int
     raw: dict
     swap: str = "flash"  # one of SWAP_MEDIA
-    # `[zram] compression_ratio` of a zram profile; None on flash
+    # `[zram] compression_ratio` of a zram or zram+flash profile; None on flash
     zram_compression_ratio: float | None = None
+    # `[zram] size_mb` of a zram+flash profile, phone MB; None otherwise
+    phone_zram_mb: int | None = None
 
     @property
     def heap_random_words(self) -> int:
@@ -75,11 +84,19 @@ class Profile:
     @property
     def swaps_to_disk(self) -> bool:
         """Whether the guest swaps on the swap disk (else on zram alone)."""
-        return self.swap == "flash"
+        return self.swap != "zram"
+
+    @property
+    def two_tiers(self) -> bool:
+        """Whether the profile has a zram tier above its flash one (zram+flash)."""
+        return self.swap == TWO_TIERS
 
     @property
     def guest_zram_mb(self) -> int:
-        """The zram device's size, guest MB: the swap size on a zram profile, else 0."""
+        """The zram device's size, guest MB: the swap size on a zram profile,
+        `[zram] size_mb` scaled on a zram+flash one, else 0."""
+        if self.phone_zram_mb is not None:
+            return int(self.phone_zram_mb * self.scale)
         return 0 if self.swaps_to_disk else self.guest_swap_mb
 
     @property
@@ -159,23 +176,45 @@ def _swap_medium(phone: dict, where: str) -> str:
     if medium not in SWAP_MEDIA:
         raise UserError(
             f"{where}: swap {medium!r} must be one of {', '.join(SWAP_MEDIA)} "
-            "(flash: the swap disk; zram: a zram device of swap_mb)"
+            "(flash: the swap disk; zram: a zram device of swap_mb; zram+flash: "
+            "a zram device of [zram] size_mb above the swap disk)"
         )
     return medium
 
 
 def _zram_compression(data: dict, medium: str, where: str) -> float | None:
-    """`[zram] compression_ratio`: required on a zram profile, in [1, 64];
-    refused on a flash one."""
-    if medium != "zram":
+    """`[zram] compression_ratio`: required on a zram or zram+flash profile,
+    in [1, 64]; [zram] refused on a flash one."""
+    if medium == "flash":
         if "zram" in data:
-            raise UserError(f'{where}: [zram] is for a profile with [phone] swap = "zram"')
+            raise UserError(
+                f'{where}: [zram] is for a profile with [phone] swap = "zram" or "zram+flash"'
+            )
         return None
     table = require(data, "zram", dict, where)
     ratio = positive(table, "compression_ratio", f"{where} [zram]")
     if not 1 <= ratio <= 64:
         raise UserError(f"{where} [zram]: compression_ratio must be in [1, 64], got {ratio}")
     return float(ratio)
+
+
+def _zram_size(data: dict, medium: str, where: str) -> int | None:
+    """`[zram] size_mb`, phone MB: required and > 0 on a zram+flash profile
+    (the zram tier; swap_mb is the flash one), refused on any other."""
+    table = data.get("zram") or {}
+    if medium != TWO_TIERS:
+        if "size_mb" in table:
+            raise UserError(
+                f'{where} [zram]: size_mb is for a profile with [phone] swap = "zram+flash" '
+                "(a zram profile's device is swap_mb)"
+            )
+        return None
+    size = require(table, "size_mb", int, f"{where} [zram]")
+    if size <= 0:
+        raise UserError(
+            f"{where} [zram]: size_mb (the zram tier, phone MB) must be > 0, got {size}"
+        )
+    return size
 
 
 def load(name: str) -> Profile:
@@ -211,4 +250,5 @@ def parse(data: dict, path: Path) -> Profile:
         raw=data,
         swap=(medium := _swap_medium(phone, f"{where} [phone]")),
         zram_compression_ratio=_zram_compression(data, medium, where),
+        phone_zram_mb=_zram_size(data, medium, where),
     )

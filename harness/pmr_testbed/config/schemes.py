@@ -51,6 +51,29 @@ for `thaw_ms`; S_am is the /proc/meminfo field `available` names.
 spec.json's `scheme.ice` is the table as checked here. At most one part of
 a combination may have `[ice]`.
 
+`[swap] tiers` keeps one tier of a profile with two (`[phone] swap =
+"zram+flash"`, profiles.py): `zram` swaps on the zram device alone
+(spec.json `swap.disk` false), `flash` on the swap disk alone
+(`swap.zram_mb` 0): SWAM's two baselines (schemes zram-only and
+flash-only). A scheme with `[swap]` runs only on such a profile, and the
+parts of a combination may set it only alike.
+
+`[swam]` is SWAM (Lim et al., MobiCom'23; the guest's side in
+docs/guest-interface.md, the kernel's in kernel/baselines/swam), three
+optional tables, sizes in phone MB: `[swam.swapd]`, Adaptive Swap's flash
+tier as swap files on the swap disk that a daemon adds one `chunk_mb` at a
+time (at most `max_files`) while spare memory (MemFree + SwapFree +
+(Buffers + Cached) / 2) is under `low_mb` and removes while it is over
+`high_mb`, every `period_ms`; it needs a profile whose swap disk is swapped
+on. `[swam.eoom]`, the EOOM killer: lmkd adds to each candidate's
+oom_score_adj up to `launch_adj_max` the cheaper its app is to relaunch.
+`[swam.wsp]`, the OOM Cleaner's working-set protection (le9):
+`clean_low_mb`, `clean_min_mb` and `anon_min_mb` become the knobs
+/proc/sys/vm/{clean_low,clean_min,anon_min}_kbytes in guest kB, after the
+scheme's own knobs (so `swam@clean_low_kbytes=0` overrides one).
+spec.json's `scheme.swam` (swam_spec()) has `swapd` in guest MB and
+`eoom`. At most one part of a combination may have `[swam]`.
+
 A part may override the value of one of its knobs, named by the end of
 the knob's path, whole components, as long as it names one knob:
 `pmr@unmap_unit_kbytes=64` is `pmr` with the unmap unit at 64 kB;
@@ -96,6 +119,25 @@ MIN_POLL_MS = 10.0  # ours: reading every freezable app's memory.stat more often
 # the previous app's oom_score_adj, the least of an app that is not in
 # front and not protected (docs/guest-interface.md): protect_adj stays below
 PREVIOUS_APP_ADJ = 700
+# `[swap] tiers`: the one tier of a zram+flash profile a scheme swaps on
+SWAP_KEYS = ("tiers",)
+SWAP_TIERS = ("zram", "flash")
+# `[swam]` and its tables (spec.json `scheme.swam`, docs/guest-interface.md)
+SWAM_KEYS = ("swapd", "eoom", "wsp")
+SWAPD_KEYS = ("period_ms", "chunk_mb", "max_files", "low_mb", "high_mb")
+EOOM_KEYS = ("launch_adj_max",)
+# the runtime's bound on the swap files (below the kernel's MAX_SWAPFILES,
+# which the zram device and the kernel's special swap types share)
+MAX_SWAP_FILES = 24
+MAX_LAUNCH_ADJ = 1000  # the range of oom_score_adj
+# [swam.wsp]'s settings (phone MB) and the le9 sysctls they become (guest kB)
+WSP_KNOBS = {
+    "clean_low_mb": "/proc/sys/vm/clean_low_kbytes",
+    "clean_min_mb": "/proc/sys/vm/clean_min_kbytes",
+    "anon_min_mb": "/proc/sys/vm/anon_min_kbytes",
+}
+# the swap daemon's sizes in spec.json: guest MB to a tenth
+GUEST_MB_DECIMALS = 1
 
 
 @dataclass(frozen=True)
@@ -116,6 +158,12 @@ class Scheme:
     # spec.json's `scheme.ice`: {"rpf", "poll_ms", "protect_adj",
     # "spare_swapped", "mdt": {...}}; None: no Ice
     ice: dict | None = None
+    # `[swap] tiers`: "zram" or "flash", the one tier of a zram+flash
+    # profile swapped on; None: the profile's swap as it is
+    tiers: str | None = None
+    # `[swam]` as checked, phone MB: {"swapd", "eoom", "wsp"}, each a table
+    # or None; None: no SWAM. swam_spec() gives spec.json's.
+    swam: dict | None = None
 
 
 def load(name: str) -> Scheme:
@@ -142,6 +190,14 @@ def load(name: str) -> Scheme:
     background = data.get("background")
     skew = data.get("skew")
     ice = data.get("ice")
+    swap = data.get("swap")
+    swam = data.get("swam")
+    if swam is not None:
+        swam = _swam(swam, where)
+        if taken := [k["path"] for k in knobs if k["path"] in WSP_KNOBS.values()]:
+            raise UserError(
+                f"{where}: [swam.wsp] writes {taken[0]}, which its [[knobs]] set too: keep one"
+            )
     return Scheme(
         require(data, "name", str, where),
         data.get("description", ""),
@@ -152,6 +208,8 @@ def load(name: str) -> Scheme:
         None if background is None else _background(background, f"{where} [background]"),
         None if skew is None else _skew(skew, where),
         None if ice is None else _ice(ice, where),
+        None if swap is None else _tiers(swap, f"{where} [swap]"),
+        swam,
     )
 
 
@@ -294,6 +352,126 @@ def _mdt(table: dict, where: str) -> dict:
     }
 
 
+def _tiers(table: object, where: str) -> str:
+    """`[swap] tiers`, checked."""
+    if not isinstance(table, dict):
+        raise UserError(f'{where}: must be a table with `tiers` ("zram" or "flash")')
+    _refuse_unknown(table, SWAP_KEYS, "[swap]", where)
+    tiers = require(table, "tiers", str, where)
+    if tiers not in SWAP_TIERS:
+        raise UserError(
+            f"{where}: tiers {tiers!r} must be one of {', '.join(SWAP_TIERS)} "
+            "(the one tier of a zram+flash profile to swap on)"
+        )
+    return tiers
+
+
+def _swam(table: object, scheme_where: str) -> dict:
+    """The `[swam]` table of the scheme file `scheme_where` names, checked,
+    in phone MB: each of its tables, None where absent."""
+    where = f"{scheme_where} [swam]"
+    tables = f"[swam.{'], [swam.'.join(SWAM_KEYS)}]"
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: must be a table with {tables}")
+    _refuse_unknown(table, SWAM_KEYS, "[swam]", where)
+    if not table:
+        raise UserError(f"{where}: needs one of {tables} at least")
+    for key, value in table.items():
+        if not isinstance(value, dict):
+            raise UserError(f"{scheme_where} [swam.{key}]: must be a table")
+    checks = {"swapd": _swapd, "eoom": _eoom, "wsp": _wsp}
+    return {
+        key: None if key not in table else check(table[key], f"{scheme_where} [swam.{key}]")
+        for key, check in checks.items()
+    }
+
+
+def _swapd(table: dict, where: str) -> dict:
+    """`[swam.swapd]`, checked, phone MB."""
+    _refuse_unknown(table, SWAPD_KEYS, "[swam.swapd]", where)
+    period_ms, chunk_mb = (float(positive(table, k, where)) for k in ("period_ms", "chunk_mb"))
+    max_files = require(table, "max_files", int, where)
+    if not 1 <= max_files <= MAX_SWAP_FILES:
+        raise UserError(f"{where}: max_files must be 1..{MAX_SWAP_FILES}, got {max_files}")
+    low_mb = float(positive(table, "low_mb", where, allow_zero=True))
+    high_mb = float(positive(table, "high_mb", where))
+    if high_mb <= low_mb:
+        raise UserError(
+            f"{where}: high_mb ({high_mb:g}) must be above low_mb ({low_mb:g}): between "
+            "them the daemon would add a swap file and remove it in turn"
+        )
+    return {
+        "period_ms": period_ms,
+        "chunk_mb": chunk_mb,
+        "max_files": max_files,
+        "low_mb": low_mb,
+        "high_mb": high_mb,
+    }
+
+
+def _eoom(table: dict, where: str) -> dict:
+    """`[swam.eoom]`, checked, as spec.json takes it."""
+    _refuse_unknown(table, EOOM_KEYS, "[swam.eoom]", where)
+    adj = require(table, "launch_adj_max", int, where)
+    if not 1 <= adj <= MAX_LAUNCH_ADJ:
+        raise UserError(f"{where}: launch_adj_max must be 1..{MAX_LAUNCH_ADJ}, got {adj}")
+    return {"launch_adj_max": adj}
+
+
+def _wsp(table: dict, where: str) -> dict:
+    """`[swam.wsp]`, checked, phone MB."""
+    _refuse_unknown(table, tuple(WSP_KNOBS), "[swam.wsp]", where)
+    return {key: float(positive(table, key, where, allow_zero=True)) for key in WSP_KNOBS}
+
+
+def wsp_knobs(swam: dict | None, profile: Profile) -> list[dict]:
+    """`[swam.wsp]` as knobs: each floor in guest kB, a whole number; none
+    without the table."""
+    wsp = (swam or {}).get("wsp")
+    if wsp is None:
+        return []
+    return [
+        {"path": path, "value": str(round(wsp[key] * profile.scale * 1024))}
+        for key, path in WSP_KNOBS.items()
+    ]
+
+
+def _guest_mb(phone_mb: float, profile: Profile) -> float:
+    return round(phone_mb * profile.scale, GUEST_MB_DECIMALS)
+
+
+def guest_swapd(swapd: dict, profile: Profile, where: str) -> dict:
+    """spec.json's `swam.swapd`: the sizes in guest MB (to a tenth); a size
+    that rounds to nothing, or a high bound that no longer lies above the
+    low one, is refused."""
+    sizes = {key: _guest_mb(swapd[key], profile) for key in ("chunk_mb", "low_mb", "high_mb")}
+    if sizes["chunk_mb"] <= 0 or sizes["high_mb"] <= sizes["low_mb"]:
+        raise UserError(
+            f"{where}: at profile {profile.name}'s scale ({profile.scale:g}) chunk_mb is "
+            f"{sizes['chunk_mb']:g} guest MB and low_mb and high_mb {sizes['low_mb']:g} and "
+            f"{sizes['high_mb']:g}: chunk_mb must stay > 0 and high_mb above low_mb"
+        )
+    return {
+        "period_ms": swapd["period_ms"],
+        "chunk_mb": sizes["chunk_mb"],
+        "max_files": swapd["max_files"],
+        "low_mb": sizes["low_mb"],
+        "high_mb": sizes["high_mb"],
+    }
+
+
+def swam_spec(scheme: Scheme, profile: Profile) -> dict | None:
+    """spec.json's `scheme.swam`: `swapd` in guest MB and `eoom`, each where
+    the scheme has it; None without either ([swam.wsp] is knobs)."""
+    swam = scheme.swam or {}
+    spec = {}
+    if swam.get("swapd"):
+        spec["swapd"] = guest_swapd(swam["swapd"], profile, f"scheme {scheme.name} [swam.swapd]")
+    if swam.get("eoom"):
+        spec["eoom"] = dict(swam["eoom"])
+    return spec or None
+
+
 def pmr_enabled(scheme: Scheme) -> bool:
     """Whether the scheme's knobs turn PMR on (PMR_ENABLED other than "0")."""
     return any(k["path"] == PMR_ENABLED and k["value"].strip() != "0" for k in scheme.knobs)
@@ -384,9 +562,13 @@ def _override(scheme: Scheme, text: str) -> Scheme:
     return dataclasses.replace(scheme, knobs=knobs)
 
 
-def _load_part(part: str) -> Scheme:
+def _load_part(part: str, profile: Profile) -> Scheme:
+    """One part of a scheme name: its file, with [swam.wsp]'s knobs (in the
+    profile's guest kB) after its own, then its overrides."""
     base, _, overrides = part.partition("@")
     scheme = load(base.strip())
+    if floors := wsp_knobs(scheme.swam, profile):
+        scheme = dataclasses.replace(scheme, knobs=scheme.knobs + floors)
     return _override(scheme, overrides) if overrides else scheme
 
 
@@ -395,7 +577,7 @@ def resolve(name: str, profile: Profile) -> Scheme:
     parts = [p.strip() for p in name.split("+")]
     if not all(parts):
         raise UserError(f"scheme {name!r} is malformed: use names joined by '+' (e.g. pmr+ice)")
-    loaded = [_load_part(p) for p in parts]
+    loaded = [_load_part(p, profile) for p in parts]
     if all(s.modifier for s in loaded):
         raise UserError(
             f"scheme {name!r} only modifies another scheme: combine it with one, "
@@ -403,6 +585,20 @@ def resolve(name: str, profile: Profile) -> Scheme:
         )
     # before the knobs: two Ice parts often also set its knobs differently
     ice = _united_one(loaded, "ice", "Ice (ice, ice-plus or ice-us) with other schemes")
+    swam = _united_one(loaded, "swam", "SWAM")
+    tiers = _united_tiers(loaded, profile)
+    if swam and swam["swapd"]:
+        if not profile.swaps_to_disk or tiers == "zram":
+            raise UserError(
+                f"scheme {name}: [swam.swapd] adds swap files on the swap disk, which "
+                + (
+                    f"profile {profile.name} does not swap on (it swaps to zram alone)"
+                    if tiers is None
+                    else '[swap] tiers = "zram" leaves unused'
+                )
+            )
+        # its guest sizes, checked before any guest runs (swam_spec() gives them)
+        guest_swapd(swam["swapd"], profile, f"scheme {name} [swam.swapd]")
     knobs: list[dict] = []
     seen: dict[str, tuple[str, str]] = {}
     for s in loaded:
@@ -426,11 +622,13 @@ def resolve(name: str, profile: Profile) -> Scheme:
         background=_united_background(loaded),
         skew=_united_one(loaded, "skew", "skew rectification"),
         ice=ice,
+        tiers=tiers,
+        swam=swam,
     )
 
 
 def _united_one(loaded: list[Scheme], section: str, which: str) -> dict | None:
-    """The one part's table `section` (`ice`, `skew`), a copy; two parts
+    """The one part's table `section` (`ice`, `skew`, `swam`), a copy; two parts
     with one are refused: combine at most one of `which`."""
     parts = [(s.name, getattr(s, section)) for s in loaded if getattr(s, section) is not None]
     if len(parts) > 1:
@@ -439,6 +637,26 @@ def _united_one(loaded: list[Scheme], section: str, which: str) -> dict | None:
             f"combine at most one {which}"
         )
     return copy.deepcopy(parts[0][1]) if parts else None
+
+
+def _united_tiers(loaded: list[Scheme], profile: Profile) -> str | None:
+    """The parts' `[swap] tiers`: one, or several alike; only on a
+    zram+flash profile."""
+    named = [(s.name, s.tiers) for s in loaded if s.tiers is not None]
+    if not named:
+        return None
+    if not profile.two_tiers:
+        raise UserError(
+            f"scheme {named[0][0]}: [swap] tiers picks a tier of a zram+flash profile, but "
+            f"profile {profile.name} swaps to {profile.swap} alone (use one with "
+            '[phone] swap = "zram+flash", e.g. pixel6pro-swam)'
+        )
+    if other := next(((n, t) for n, t in named if t != named[0][1]), None):
+        raise UserError(
+            f"schemes {named[0][0]} and {other[0]} keep the {named[0][1]} and the "
+            f"{other[1]} tier: they cannot be combined"
+        )
+    return named[0][1]
 
 
 def _united_background(loaded: list[Scheme]) -> dict | None:

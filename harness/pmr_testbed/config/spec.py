@@ -12,7 +12,7 @@ from pathlib import Path
 from .. import schema
 from .profiles import Profile
 from .scenarios import App, BackgroundUse, Scenario
-from .schemes import Scheme, skew_spec
+from .schemes import Scheme, skew_spec, swam_spec
 from .trace_events import run_trace_events
 
 SWAP_SERIAL = "pmrswap"
@@ -94,13 +94,15 @@ def background_use(use: BackgroundUse | None) -> dict | None:
     return {"every": use.every, "dwell_ms": list(use.dwell_ms), "apps": list(use.apps)}
 
 
-def swap_settings(profile: Profile) -> dict:
-    """spec.json `swap`: the swap disk (always attached, swapped on only on
-    a flash profile) and the zram device (a zram profile's swap, else none)."""
+def swap_settings(profile: Profile, tiers: str | None = None) -> dict:
+    """spec.json `swap`: the swap disk (always attached, swapped on but on
+    a zram profile) and the zram device (a zram profile's swap, a zram+flash
+    profile's upper tier, else none); a scheme's `[swap] tiers` keeps one
+    tier of a zram+flash profile (schemes.py)."""
     return {
         "serial": SWAP_SERIAL,
-        "zram_mb": profile.guest_zram_mb,
-        "disk": profile.swaps_to_disk,
+        "zram_mb": 0 if tiers == "flash" else profile.guest_zram_mb,
+        "disk": profile.swaps_to_disk and tiers != "zram",
     }
 
 
@@ -148,9 +150,11 @@ def build(
             **({"skew": skew} if (skew := skew_spec(scheme)) else {}),
             # Ice's freezing and thawing (schemes.py); absent for other schemes
             **({"ice": scheme.ice} if scheme.ice else {}),
+            # SWAM's swap daemon and EOOM killer (schemes.py); absent for other schemes
+            **({"swam": swam} if (swam := swam_spec(scheme, profile)) else {}),
         },
         "memory": memory_settings(profile),
-        "swap": swap_settings(profile),
+        "swap": swap_settings(profile, scheme.tiers),
         "data_disk": {"serial": DATA_SERIAL},
         "lmkd": dict(LMKD_DEFAULTS),
         "metrics": {

@@ -52,10 +52,13 @@ from .summary import (
     BASELINE,
     ICE_RATIO_FIGURES,
     RATIO_FIGURES,
+    SWAM_BASELINES,
+    SWAM_RATIO_FIGURES,
     Run,
     build_summary,
     get_path,
     has_ice,
+    ran_swam,
     save_summary,
 )
 
@@ -1327,6 +1330,144 @@ def ice_lines(s: dict) -> list[str]:
     return lines
 
 
+# SWAM's paper (Lim et al., MobiCom'23): SWAM against stock Android with
+# zram 1 GB (lz4) and with a 3 GB flash swap partition, its two baselines:
+# figure -> (low, high) ratio and where it is from
+SWAM_PAPER = {
+    "kills": ((1 / 6.5, 1 / 6.5), "6.5x fewer kills"),
+    "swam.launch_ms.p50": ((1 - 0.36, 1 - 0.36), "launch time 36% faster"),
+    "swam.response_ms.p50": ((1 - 0.41, 1 - 0.41), "response time 41% faster"),
+}
+SWAM_RATIO_TITLES = {
+    "kills": "kills (lmkd)",
+    "swam.relaunches": "relaunches after a kill",
+    "swam.relaunch_cost_ms": "relaunch cost (files + init)",
+    "swam.launch_ms.p50": "launch (cold switch) median",
+    "swam.launch_ms.p90": "launch p90",
+    "swam.response_ms.p50": "response (every switch) median",
+    "swam.response_ms.p90": "response p90",
+    "swam.zram_write_mb": "zram writes",
+    "swam.flash_write_mb": "flash writes",
+}
+SWAM_COLUMNS = [
+    ("kills", "kills"),
+    ("swam.relaunches", "relaunches"),
+    ("swam.relaunch_cost_ms", "relaunch cost ms"),
+    ("swam.launch_ms.p50", "launch ms median"),
+    ("swam.launch_ms.p90", "p90"),
+    ("swam.response_ms.p50", "response ms median"),
+    ("swam.response_ms.p90", "p90"),
+    ("swam.zram_write_mb", "zram writes MB"),
+    ("swam.flash_write_mb", "flash writes MB"),
+    ("swam.swapd.added", "swap files added"),
+    ("swam.swapd.removed", "removed"),
+    ("swam.swapd.tier_peak_mb", "flash tier largest MB"),
+]
+SWAM_PART_COLUMNS = [
+    ("swam.swapd.files_max", "most swap files"),
+    ("swam.swapd.files_end", "at end"),
+    ("swam.swapd.add_ms_mean", "add ms mean"),
+    ("swam.swapd.add_ms_max", "max"),
+    ("swam.swapd.remove_ms_mean", "remove ms mean"),
+    ("swam.swapd.remove_ms_max", "max"),
+    ("swam.eoom.kills_costed", "EOOM: kills of a known cost"),
+    ("swam.eoom.victim_relaunch_ms", "victims' cost ms"),
+    ("swam.eoom.launch_adj_mean", "launch_adj mean"),
+    ("swam.wsp_kb.clean_low", "clean_low kB"),
+    ("swam.wsp_kb.clean_min", "clean_min kB"),
+    ("swam.wsp_kb.anon_min", "anon_min kB"),
+]
+
+
+def swam_ratio_table(comparisons: list[dict]) -> list[str]:
+    """SWAM's figures, a column per comparison (the medians' ratio, [min,
+    max] of the per-rep ratios, p), beside the paper's."""
+    if not comparisons:
+        return []
+    rows = [
+        [
+            SWAM_RATIO_TITLES[f],
+            _paper_cell(SWAM_PAPER, f),
+            *(
+                cell(c["ratios"].get(f), c["spread"].get(f)) + p_text(c["p_value"].get(f))
+                for c in comparisons
+            ),
+        ]
+        for f in SWAM_RATIO_FIGURES
+    ]
+    header = [
+        "figure",
+        "paper: SWAM / baselines",
+        *(f"{c['scheme']} / {c['base']}" for c in comparisons),
+    ]
+    return md_table(header, rows)
+
+
+def swam_lines(s: dict) -> list[str]:
+    """The SWAM section: empty outside SWAM's setting (summary["swam"])."""
+    if "swam" not in s:
+        return []
+    schemes = s["schemes"]
+    lines = [
+        "## SWAM",
+        "",
+        "SWAM's figures (analysis/swam.py): kills are lmkd's; relaunches the cold "
+        "launches of an app lmkd had killed since it last ran, and their cost the mean "
+        "files + init time the app measured (what the EOOM killer ranks apps by); "
+        "launch is the cold switches' response time (an app started with no process), "
+        "response every switch's; zram writes are the pages swapped out (pswpout) less "
+        "those the swap disk took, flash writes the swap disk's writes (diskstat.csv: "
+        "swap, and the swap daemon's ext4 metadata); swap files added and removed by "
+        "SWAM's daemon, and the flash tier's largest size (the most files at once x "
+        "chunk_mb). Median `[min, max]` over reps. On a zram+flash profile the "
+        "headline's reclaim throughput is the swap disk's, the flash tier's, and "
+        "zram-only's the pages swapped out.",
+        "",
+        *_scheme_table(schemes, SWAM_COLUMNS, lambda e: e.get("swam") is not None),
+        "",
+    ]
+    comparisons = s["swam"]["comparisons"]
+    if table := swam_ratio_table(comparisons):
+        bases = [b for b in SWAM_BASELINES if any(c["base"] == b for c in comparisons)]
+        against = (
+            "SWAM's baselines, " + " and ".join(f"`{b}`" for b in bases)
+            if bases
+            else f"`{BASELINE}` (the campaign ran neither of SWAM's baselines, "
+            + " nor ".join(f"`{b}`" for b in SWAM_BASELINES)
+            + ")"
+        )
+        lines += [
+            f"Against {against}: each comparison's medians' ratio, `[min, max]` of the "
+            "per-rep ratios (rep i against rep i) where at least two reps pair up, and p "
+            f'as in "Versus {BASELINE}". '
+            "The paper's figures are SWAM against stock "
+            "Android with 1 GB of zram (lz4) and with a 3 GB flash swap partition, on "
+            "phones running the top 15 apps of Google Play (an earlier version on the "
+            "project's page: "
+            "18x fewer kills, launch 41% and response 48% faster); its launch and response "
+            "times are not this testbed's switches, and it does not say whether it "
+            "reports means or medians.",
+            "",
+            *table,
+            "",
+        ]
+    if parts := _scheme_table(schemes, SWAM_PART_COLUMNS, ran_swam):
+        lines += [
+            "What SWAM's parts did: its daemon's swap files (the most in use at once and "
+            "at the end of the run, and how long an add, fallocate + mkswap + swapon, and "
+            "a remove, swapoff + unlink, took), the EOOM killer's victims (the kills whose "
+            "app had a measured cold launch, their mean cost, and the mean launch_adj lmkd "
+            "added to their oom_score_adj), and the OOM Cleaner's floors as written "
+            "(guest kB; – where the scheme has none of a part).",
+            "",
+            *parts,
+            "",
+        ]
+    if reasons := kill_reason_lines(schemes):
+        lines += [*reasons, ""]
+    return lines
+
+
 HOST_CPU_COLUMNS = [
     ("host_cpu.busy", "host busy CPUs"),
     ("host_cpu.vcpus", "QEMU vCPU threads"),
@@ -1874,6 +2015,7 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
                 "",
             ]
     lines += ice_lines(s)
+    lines += swam_lines(s)
     if anon_file := anon_file_table(s["schemes"]):
         lines += [
             "## Anonymous and file pages",

@@ -13,14 +13,15 @@ over thread families, per run) and `reclaim_cpu_us_per_page` (metrics.py) are
 added because the ratios need them.
 The nested per-run groups `switch_kinds`, `settled`, `lru_balance`,
 `swap_fate`, `pmr`, `writeback`, `bulk`, `kswapd_rounds`, `host_cpu`,
-`capacity`, `refaults`, `lwp`, `skew`, `anon_file_ratio`, `zram` and `ice`
-are summarised figure by figure ("writeback.unmap_us_per_page.p50");
+`capacity`, `refaults`, `lwp`, `skew`, `anon_file_ratio`, `zram`, `ice` and
+`swam` are summarised figure by figure ("writeback.unmap_us_per_page.p50");
 `writeback`, `bulk`, `kswapd_rounds`, `refaults`, `lwp`, `skew`,
-`anon_file_ratio`, `zram` and `ice` are null for a scheme none of whose runs
-has them (a kernel without PMR part 2, without the kswapd_round or the LWP
-tracepoint, or LWP off; a runtime without app_memcg.csv; a scheme without
-skew rectification; a vmstat.csv without the LRU sizes; a flash profile;
-a run without ticks.csv and without Ice);
+`anon_file_ratio`, `zram`, `ice` and `swam` are null for a scheme none of
+whose runs has them (a kernel without PMR part 2, without the kswapd_round
+or the LWP tracepoint, or LWP off; a runtime without app_memcg.csv; a
+scheme without skew rectification; a vmstat.csv without the LRU sizes; a
+flash profile; a run without ticks.csv and without Ice; runs without
+spec.json);
 `host_cpu` is absent when none has host_cpu.csv, `capacity` when none has
 spec.json. `fae_kept_inactive` (Acclaim's counter) is null on a kernel
 without it.
@@ -51,6 +52,13 @@ reclaims, launch times, hot launches after the first round, kills) as
 `ice-plus` part against the same scheme with `ice` in its place (Ice+
 against Ice, the paper's Table 6), where the campaign ran both; a list of
 {"scheme", "base", "ratios", "spread", "p_value"}.
+
+`swam` (only on a zram+flash profile, campaign.json `guest.swap`, or when
+some scheme ran SWAM's parts, analysis/swam.py) compares the figures
+SWAM's paper reports (`SWAM_RATIO_FIGURES`: kills, relaunches and their
+cost, launch and response times, each tier's writes) as `ice` does: every
+scheme against each of SWAM's baselines the campaign ran (zram-only,
+flash-only), or against original where it ran neither.
 """
 
 from __future__ import annotations
@@ -101,6 +109,21 @@ ICE_RATIO_FIGURES = (
 )
 # Ice+ is compared with Ice where a campaign ran both (schemes/ice-plus.toml)
 ICE_PLUS_PART, ICE_PART = "ice-plus", "ice"
+# SWAM's figures (analysis/swam.py), compared pair by pair in summary["swam"]
+SWAM_RATIO_FIGURES = (
+    "kills",
+    "swam.relaunches",
+    "swam.relaunch_cost_ms",
+    "swam.launch_ms.p50",
+    "swam.launch_ms.p90",
+    "swam.response_ms.p50",
+    "swam.response_ms.p90",
+    "swam.zram_write_mb",
+    "swam.flash_write_mb",
+)
+# SWAM's baselines (schemes/zram-only.toml, schemes/flash-only.toml)
+SWAM_BASELINES = ("zram-only", "flash-only")
+TWO_TIERS = "zram+flash"  # campaign.json guest.swap of a zram+flash profile
 # per-run groups of figures, possibly nested, None where a run has none
 NESTED = (
     "switch_kinds",
@@ -119,6 +142,7 @@ NESTED = (
     "anon_file_ratio",
     "zram",
     "ice",
+    "swam",
 )
 # the figures `by_rep` lists for each repetition of a scheme
 BY_REP = (
@@ -160,6 +184,7 @@ OPTIONAL_GROUPS = (
     "anon_file_ratio",
     "zram",
     "ice",
+    "swam",
 )
 
 
@@ -376,6 +401,45 @@ def ice_comparisons(schemes: dict[str, dict], ok: dict[str, list[Run]]) -> dict 
     return {"comparisons": comparisons}
 
 
+def ran_swam(entry: dict) -> bool:
+    """Whether a scheme's runs ran one of SWAM's parts (its swap daemon, its
+    EOOM killer, or the OOM Cleaner's floors)."""
+    swam = entry.get("swam") or {}
+    return any(swam.get(part) for part in ("swapd", "eoom", "wsp_kb"))
+
+
+def shows_swam(campaign_guest: dict, schemes: dict[str, dict]) -> bool:
+    """Whether a campaign gets SWAM's comparison: its profile has a zram and
+    a flash tier, or a scheme ran SWAM's parts."""
+    return campaign_guest.get("swap") == TWO_TIERS or any(ran_swam(e) for e in schemes.values())
+
+
+def swam_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
+    """(scheme, base) pairs summary["swam"] compares: every other scheme
+    against each of SWAM's baselines the campaign ran, or against original
+    where it ran neither."""
+    bases = [b for b in SWAM_BASELINES if b in names] or [b for b in (BASELINE,) if b in names]
+    return [(n, b) for n in names if n not in (*SWAM_BASELINES, *bases) for b in bases]
+
+
+def swam_comparisons(
+    campaign_guest: dict, schemes: dict[str, dict], ok: dict[str, list[Run]]
+) -> dict | None:
+    """summary["swam"]: SWAM_RATIO_FIGURES paired (module docstring); None
+    when the campaign does not show SWAM (shows_swam)."""
+    if not shows_swam(campaign_guest, schemes):
+        return None
+    with_runs = [name for name, runs in ok.items() if runs]
+    comparisons = []
+    for name, base in swam_pairs(with_runs):
+        r = scheme_ratios(schemes[name], schemes[base], ok[name], ok[base], SWAM_RATIO_FIGURES)
+        spread, p_value = r.pop("spread"), r.pop("p_value")
+        comparisons.append(
+            {"scheme": name, "base": base, "ratios": r, "spread": spread, "p_value": p_value}
+        )
+    return {"comparisons": comparisons}
+
+
 def ice_warnings(scheme: str, rep: int, ice: dict | None) -> list[str]:
     """Ice's errors in one run: apps left frozen after it, protected apps
     frozen."""
@@ -455,6 +519,8 @@ def summarize(campaign: dict, ok: dict[str, list[Run]], failed: list[dict]) -> d
         "ratios": ratios,
         # Ice's figures against original and Ice+ against Ice; absent without them
         **({"ice": ice} if (ice := ice_comparisons(schemes, ok)) else {}),
+        # SWAM's figures against its baselines; absent outside SWAM's setting
+        **({"swam": swam} if (swam := swam_comparisons(campaign["guest"], schemes, ok)) else {}),
         "fitting": fitting_summary(
             {name: [(r.rep, run_figures(r.metrics)) for r in runs] for name, runs in ok.items()},
             BASELINE,

@@ -16,7 +16,9 @@ were derived (guest_setup.Machine.flash_calibration). A profile that swaps
 to zram has the swap disk attached but not swapped on: campaign.json's
 `guest.swap` says "zram" (absent for flash), and the two closing boots,
 which measure that disk, are not run: `swap_bandwidth` and `max_rate` say
-why instead (swap_bandwidth.not_applicable).
+why instead (swap_bandwidth.not_applicable). On a zram+flash profile
+`guest.swap` says so and `guest.zram_mb` gives the zram tier's size; the
+swap disk is its flash tier and is measured.
 
 Named kernels (CampaignRequest.kernels, `pmrtb run --kernel NAME=PATH`)
 run every scheme on every kernel, interleaved like schemes: the campaign's
@@ -226,8 +228,10 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
             "scale": profile.scale,
             "swap_mb": profile.guest_swap_mb,
             **profile.watermarks(),
-            # the swap medium where it is not the swap disk (absent for flash)
-            **({} if profile.swaps_to_disk else {"swap": profile.swap}),
+            # the swap medium where it is not the swap disk alone (absent
+            # for flash), and the zram tier's size on a zram+flash profile
+            **({} if profile.swap == "flash" else {"swap": profile.swap}),
+            **({"zram_mb": profile.guest_zram_mb} if profile.two_tiers else {}),
         },
         "kernel": {**image.as_dict(), "boot_args": kernel.BOOT_ARGS[req.flavour]},
         "runs": [],

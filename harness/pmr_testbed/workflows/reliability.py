@@ -168,6 +168,12 @@ def plan(req: ReliabilityRequest) -> Plan:
             f"scheme {scheme.name} has [ice], which freezes apps: the reliability check has "
             "no apps (under `pmrtb run` every app checks each heap page it reads)"
         )
+    if scheme.swam is not None and (scheme.swam["swapd"] or scheme.swam["eoom"]):
+        raise UserError(
+            f"scheme {scheme.name} has [swam.swapd] or [swam.eoom], which add swap files and "
+            "order lmkd's kills: the reliability check swaps on the raw disk and has no apps "
+            "(a [swam] with [swam.wsp] alone, the kernel's floors, runs)"
+        )
     if not STRESS_NG.exists():
         raise UserError(f"{STRESS_NG} not found: run `make setup` (or apt-get install stress-ng)")
     guest_setup.check_host(profile)
