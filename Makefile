@@ -12,7 +12,7 @@ SCHEMES ?= original,mglru,pps,pmr
 OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
 
 .PHONY: setup main test lint unit-test integration-test kernel debug-kernel smoke reliability \
-	pmr-reliability pmr-faults pmr-debug kswapd-threads-reliability acclaim-reliability ice-debug debug-probes unit-sweep paper paper-quick paper-thorough \
+	pmr-reliability pmr-faults pmr-debug kswapd-threads-reliability acclaim-reliability ice-debug swam-debug debug-probes unit-sweep paper paper-quick paper-thorough \
 	schemas
 
 setup:
@@ -69,7 +69,7 @@ reliability: setup
 # swapped (KASAN under TCG is slow) and DEBUG_PROBES, every probe.
 DEBUG_PROBES = zygote-batches lru-gen-off-window used-victims-fallback removed-memcg-reclaim \
 	file-victims-without-swap v1-memsw-file-victims touched-victims swap-cached-victims \
-	ice-refault-freeze ice-frozen-first
+	ice-refault-freeze ice-frozen-first swam-clean-floors
 PMR_TOGGLE = --toggle /sys/kernel/mm/pmr/enabled=0,1,2,3 --toggle-refused 3 --toggles 100
 STAMP := $(shell date +%Y%m%d-%H%M%S)
 
@@ -133,6 +133,15 @@ ice-debug: setup
 	rc=0; for p in ice-refault-freeze ice-frozen-first; do \
 		$(PMRTB) probe $$p 2 --flavour debug --out results/debug-probe-$$p-$(STAMP) || rc=1; \
 	done; exit $$rc
+
+# The SWAM baseline on the debug kernel: `smoke` under swam and swam+pmr
+# on the two-tier profile (swap files added and removed, EOOM kills,
+# working-set floors), then its probe.
+swam-debug: setup
+	$(PMRTB) build-kernel --flavour debug
+	$(PMRTB) run --scenario smoke --profile pixel6pro-swam --schemes swam,swam+pmr \
+		--reps 1 --flavour debug --out results/debug-swam-smoke-$(STAMP)
+	$(PMRTB) probe swam-clean-floors 2 --flavour debug --out results/debug-probe-swam-clean-floors-$(STAMP)
 
 # Every probe of DEBUG_PROBES runs; the target fails if any did not pass.
 debug-probes: setup
