@@ -17,7 +17,8 @@
 #    counted the passes;
 # C. the same with vm.clean_low_kbytes 0 and vm.clean_min_kbytes there:
 #    no file page is scanned at all (pgscan_file, kswapd and direct
-#    reclaim), and clean_min_hit counts the passes.
+#    reclaim), reclaim swaps 16 MB or more of anon instead, and
+#    clean_min_hit counts the passes.
 # Failed if B or C does not hold.
 set -eu
 out=$1
@@ -84,4 +85,5 @@ echo 0 >"$vm/clean_min_kbytes"
 kill "$app"
 [ "$hits" -gt 0 ] || verdict 1 "C: clean_min_hit did not move with the page cache below the floor"
 [ "$scanned" -eq 0 ] || verdict 1 "C: reclaim scanned $scanned file pages under clean_min_kbytes"
+[ "$anon_mb" -ge 16 ] || verdict 1 "C: under clean_min_kbytes reclaim took only $anon_mb MB of anon: it did not swap instead"
 verdict 0 "page cache reclaimed: $a_file MB with no floor, $b_file MB under clean_low_kbytes, none scanned under clean_min_kbytes"

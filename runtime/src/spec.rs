@@ -370,10 +370,10 @@ impl Swapd {
             "scheme.swam.swapd.low_mb must be >= 0"
         );
         ensure!(
-            self.high_mb.is_finite() && self.high_mb > self.low_mb,
-            "scheme.swam.swapd.high_mb must be > low_mb ({} MB): a file added below low_mb \
-             must not be removed at once",
-            self.low_mb
+            self.high_mb.is_finite() && self.high_mb >= self.low_mb + self.chunk_mb,
+            "scheme.swam.swapd.high_mb must be >= low_mb + chunk_mb ({:.1} MB): a file added \
+             below low_mb raises spare memory by chunk_mb and must not be removed at once",
+            self.low_mb + self.chunk_mb
         );
         Ok(())
     }
@@ -1377,8 +1377,8 @@ mod tests {
             (
                 "swapd",
                 "high_mb",
-                serde_json::json!(10.7),
-                "scheme.swam.swapd.high_mb must be > low_mb (10.7 MB)",
+                serde_json::json!(31.9),
+                "scheme.swam.swapd.high_mb must be >= low_mb + chunk_mb (32.0 MB)",
             ),
             (
                 "eoom",

@@ -22,7 +22,7 @@ from pmr_testbed.report.summary import swam_pairs, validate_summary, write_summa
 from pmr_testbed.workflows import reliability
 
 ROOT = Path(__file__).resolve().parents[2]
-SWAPD = {"period_ms": 1000.0, "chunk_mb": 21.3, "max_files": 24, "low_mb": 10.7, "high_mb": 42.7}
+SWAPD = {"period_ms": 1000.0, "chunk_mb": 21.3, "max_files": 23, "low_mb": 85.4, "high_mb": 128.0}
 EOOM = {"launch_adj_max": 100}
 # [swam.wsp] at pixel6pro-swam's scale (0.1667): 150 MB -> 25,605 kB
 FLOORS = [
@@ -202,16 +202,16 @@ def test_swam_loads_in_phone_mb_and_scales_into_spec_and_knobs():
         "swapd": {
             "period_ms": 1000.0,
             "chunk_mb": 128.0,
-            "max_files": 24,
-            "low_mb": 64.0,
-            "high_mb": 256.0,
+            "max_files": 23,
+            "low_mb": 512.0,
+            "high_mb": 768.0,
         },
         "eoom": EOOM,
         "wsp": {"clean_low_mb": 150.0, "clean_min_mb": 0.0, "anon_min_mb": 0.0},
     }
     assert loaded.knobs == [LRU]  # the floors need the profile's scale
     built = _build("swam")
-    # the interface's guest MB: 128, 64 and 256 phone MB x 0.1667, to a tenth
+    # guest MB: 128, 512 and 768 phone MB x 0.1667, to a tenth
     assert built["scheme"]["swam"] == {"swapd": SWAPD, "eoom": EOOM}
     assert built["scheme"]["knobs"] == [LRU, *FLOORS]
     assert built["swap"] == {"serial": "pmrswap", "zram_mb": 170, "disk": True}
@@ -248,7 +248,7 @@ def test_the_swap_daemon_needs_the_flash_tier():
         schemes.resolve("swam+zram-only", profiles.load("pixel6pro-swam"))
     # with the flash tier alone it has its disk
     flash = schemes.resolve("swam+flash-only", profiles.load("pixel6pro-swam"))
-    assert flash.tiers == "flash" and flash.swam["swapd"]["max_files"] == 24
+    assert flash.tiers == "flash" and flash.swam["swapd"]["max_files"] == 23
 
 
 def test_two_swams_are_refused():
@@ -277,8 +277,8 @@ SWAPD_TABLE = (
         (SWAPD_TABLE.replace("= 24", "= 2.0"), "`max_files` has the wrong type"),
         (SWAPD_TABLE.replace("low_mb = 64.0", "low_mb = -1"), "`low_mb` must be >= 0"),
         (
-            SWAPD_TABLE.replace("high_mb = 256.0", "high_mb = 64.0"),
-            r"high_mb \(64\) must be above low_mb \(64\)",
+            SWAPD_TABLE.replace("high_mb = 256.0", "high_mb = 191.0"),
+            r"high_mb \(191\) must be at least low_mb \+ chunk_mb \(192\)",
         ),
         (SWAPD_TABLE.replace("low_mb = 64.0\n", ""), "missing `low_mb`"),
         ("[swam.eoom]\nlaunch_adj_max = 0\n", "launch_adj_max must be 1..1000, got 0"),
@@ -344,9 +344,10 @@ def test_the_reliability_check_refuses_the_daemon_and_eoom(tmp_path, monkeypatch
         assert "swam" not in str(e)
 
 
-def test_the_thorough_evaluation_leaves_the_tier_schemes_out():
+def test_the_thorough_evaluation_leaves_the_zram_flash_schemes_out():
     found = paper.discover_schemes()
-    assert "swam" in found and "zram-only" not in found and "flash-only" not in found
+    assert not {"swam", "zram-only", "flash-only"} & set(found)
+    assert "ice" in found and "skew" in found
 
 
 # ---- the analysis ----------------------------------------------------------------------
@@ -580,3 +581,28 @@ def test_no_swam_section_outside_swams_setting(tmp_path):
     assert "swam" not in s and s["schemes"]["flash-only"]["swam"]["relaunches"] == 4
     assert validate_summary(s) == []
     assert "## SWAM" not in write_report(d).read_text()
+
+
+def test_capacity_is_originals_when_the_schemes_start_with_different_swap():
+    from pmr_testbed.report import campaign_report as cr
+
+    def entry(swap_mb: float, kills: float) -> dict:
+        capacity = {
+            "apps_anon_mb": 4000.0,
+            "mem_total_mb": 2000.0,
+            "swap_total_mb": swap_mb,
+            "excess_mb": 1000.0,
+            "fewest_kills": 2,
+            "oom_kills": 0,
+        }
+        return {"capacity": capacity, "kills": kills}
+
+    same = {"original": entry(682.0, 4.0), "pmr": entry(682.0, 3.0)}
+    tiers = {"zram-only": entry(170.0, 30.0), "original": entry(682.0, 4.0)}
+    assert not cr.swap_differs(same) and cr.swap_differs(tiers)
+    assert cr.capacity_kills_floor(same) == 0.5
+    # the floor holds for original's swap only, and the text says whose it is
+    assert cr.capacity_kills_floor(tiers) is None
+    assert cr.capacity_entry(tiers)["swap_total_mb"] == 682.0
+    assert "under `original`" in (cr.capacity_text(tiers) or "")
+    assert cr.capacity_entry({"zram-only": entry(170.0, 30.0), "swam": entry(0.0, 9.0)}) is None

@@ -303,12 +303,14 @@ def delta_points(profile: Profile, multiples: tuple[int, ...]) -> list[DeltaPoin
 
 def discover_schemes() -> list[str]:
     """Every scheme in schemes/*.toml that runs alone (not a modifier) on
-    any profile (without `[swap] tiers`, which needs a zram+flash one): the
-    paper's first, then the rest by name."""
+    the paper's profiles: not those made for a zram+flash one (`[swap]
+    tiers`, SWAM's `[swam]`, whose swap daemon and baselines need both
+    tiers and run in their own campaign on pixel6pro-swam); the paper's
+    first, then the rest by name."""
     found = sorted(
         p.stem
         for p in paths.SCHEMES_DIR.glob("*.toml")
-        if not (s := schemes.load(p.stem)).modifier and s.tiers is None
+        if not (s := schemes.load(p.stem)).modifier and s.tiers is None and s.swam is None
     )
     return [s for s in PAPER_SCHEMES if s in found] + [s for s in found if s not in PAPER_SCHEMES]
 

@@ -395,10 +395,11 @@ def _swapd(table: dict, where: str) -> dict:
         raise UserError(f"{where}: max_files must be 1..{MAX_SWAP_FILES}, got {max_files}")
     low_mb = float(positive(table, "low_mb", where, allow_zero=True))
     high_mb = float(positive(table, "high_mb", where))
-    if high_mb <= low_mb:
+    if high_mb < low_mb + chunk_mb:
         raise UserError(
-            f"{where}: high_mb ({high_mb:g}) must be above low_mb ({low_mb:g}): between "
-            "them the daemon would add a swap file and remove it in turn"
+            f"{where}: high_mb ({high_mb:g}) must be at least low_mb + chunk_mb "
+            f"({low_mb + chunk_mb:g}): a file added under low_mb raises spare memory by "
+            "chunk_mb, and the daemon would remove it and add it in turn"
         )
     return {
         "period_ms": period_ms,

@@ -1728,9 +1728,24 @@ def kill_reason_lines(schemes: dict[str, dict]) -> list[str]:
 def capacity_entry(schemes: dict[str, dict], base: str = BASELINE) -> dict | None:
     """The `capacity` figures (capacity.py) of `base`, else of the first
     scheme that has them: one spec and one guest give every scheme of a
-    campaign the same. None when no run had spec.json."""
+    campaign the same, but for the swap on a zram+flash profile (SWAM's
+    tier schemes, its swap daemon), where only `base`'s hold. None when
+    no run had spec.json, or when the swap differs and `base` did not run."""
+    if swap_differs(schemes):
+        entry = schemes.get(base)
+        return entry.get("capacity") if entry else None
     entries = [schemes.get(base), *schemes.values()]
     return next((e["capacity"] for e in entries if e and e.get("capacity")), None)
+
+
+def swap_differs(schemes: dict[str, dict]) -> bool:
+    """Whether the schemes' runs started with different swap (SwapTotal)."""
+    totals = {
+        e["capacity"].get("swap_total_mb")
+        for e in schemes.values()
+        if e and e.get("capacity")
+    }
+    return len(totals) > 1
 
 
 def capacity_kills_floor(schemes: dict[str, dict], base: str = BASELINE) -> float | None:
@@ -1741,6 +1756,8 @@ def capacity_kills_floor(schemes: dict[str, dict], base: str = BASELINE) -> floa
     kills = get_path(schemes.get(base, {}), "kills")
     if not c or c.get("fewest_kills") is None or c.get("oom_kills") or not kills:
         return None
+    if swap_differs(schemes):
+        return None  # the floor holds for base's swap, not the others'
     return c["fewest_kills"] / kills
 
 
@@ -1752,7 +1769,14 @@ def capacity_text(schemes: dict[str, dict], base: str = BASELINE) -> str | None:
     text = (
         f"The apps' anonymous footprints add up to {fmt(c['apps_anon_mb'])} MB, against "
         f"{fmt(c['mem_total_mb'])} MB of RAM and {fmt(c['swap_total_mb'])} MB of swap "
-        "(MemTotal, SwapTotal)"
+        "(MemTotal, SwapTotal"
+        + (
+            f" under `{base}`; the schemes start with different swap, and a swap daemon's "
+            "files are not counted"
+            if swap_differs(schemes)
+            else ""
+        )
+        + ")"
     )
     fewest = c["fewest_kills"]
     if c["excess_mb"] <= 0:
