@@ -30,7 +30,7 @@ run with spec.json):
 - `swapd` (spec.json `scheme.swam.swapd`, or its events): the swap files
   the daemon added and removed (`swam_swapfile` events: `action`, `files`
   after it, `spare_kb`, `ms` it took), the mean and longest add
-  (fallocate, mkswap, swapon) and remove (swapoff, unlink), the most files
+  (fallocate, swap header, swapon) and remove (swapoff, unlink), the most files
   in use at once (`swam_end`'s `max_files_used`, else the events' largest
   `files`), the files at the end (`swam_end`'s `files`, None without it)
   and `tier_peak_mb`, the flash tier's largest size (the most files x

@@ -1454,7 +1454,7 @@ def swam_lines(s: dict) -> list[str]:
     if parts := _scheme_table(schemes, SWAM_PART_COLUMNS, ran_swam):
         lines += [
             "What SWAM's parts did: its daemon's swap files (the most in use at once and "
-            "at the end of the run, and how long an add, fallocate + mkswap + swapon, and "
+            "at the end of the run, and how long an add, fallocate + swap header + swapon, and "
             "a remove, swapoff + unlink, took), the EOOM killer's victims (the kills whose "
             "app had a measured cold launch, their mean cost, and the mean launch_adj lmkd "
             "added to their oom_score_adj), and the OOM Cleaner's floors as written "

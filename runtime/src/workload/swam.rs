@@ -13,8 +13,8 @@
 //!   use; above `high_mb` it removes the newest (`decide`; swamd.c removes
 //!   above its chunk + upper limit, which `high_mb` stands for). One file
 //!   at most per period, as swamd.c.
-//! - Adding a file: fallocate `chunk_mb` (whole pages), mkswap (the
-//!   host's, as setup.rs) and swapon without a priority (swamd.c's
+//! - Adding a file: fallocate `chunk_mb` (whole pages), mkswap's header
+//!   written in-process (`swap_header`) and swapon without a priority (swamd.c's
 //!   `swapon(file, 0)`): the kernel puts it below zram and below the files
 //!   before it, so the newest file, the first removed, fills last.
 //!   Removing: swapoff, which reads the file's pages back into memory, then
@@ -29,14 +29,13 @@
 
 use crate::control::{spawn_thread, Control};
 use crate::events::{Event, EventLog};
-use crate::setup;
 use crate::spec::{ms, Swapd};
 use crate::sys::{self, proc_files};
 use crate::workload::activity_manager::millis;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::fs::{self, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -109,6 +108,21 @@ pub fn chunk_bytes(chunk_mb: f64) -> u64 {
     bytes / PAGE_SIZE * PAGE_SIZE
 }
 
+/// The first page of a swap area of `pages` pages, as mkswap writes it
+/// (version 1, `union swap_header` in include/linux/swap.h): 1024 bytes
+/// left for a boot block, then the version, the last page's index, no bad
+/// pages, a zero UUID and label, and the magic `SWAPSPACE2` at the page's
+/// end. Native byte order, as the kernel reads it.
+pub fn swap_header(pages: u64) -> Vec<u8> {
+    let mut page = vec![0u8; PAGE_SIZE as usize];
+    let last_page = u32::try_from(pages.saturating_sub(1)).unwrap_or(u32::MAX);
+    page[1024..1028].copy_from_slice(&1u32.to_ne_bytes());
+    page[1028..1032].copy_from_slice(&last_page.to_ne_bytes());
+    let magic = b"SWAPSPACE2";
+    page[PAGE_SIZE as usize - magic.len()..].copy_from_slice(magic);
+    page
+}
+
 /// How the daemon adds and removes swap files: the kernel's swap (`Kernel`)
 /// or a stand-in in tests.
 pub trait SwapFiles: Send {
@@ -141,9 +155,13 @@ impl SwapFiles for Kernel {
                 format!("fallocate of {bytes} bytes on {} failed", path.display())
             })?,
         }
+        // mkswap's header, written in-process: no fork and exec at the
+        // moment memory is short, and no child for the run's reaper to take
+        file.write_all_at(&swap_header(bytes / PAGE_SIZE), 0)
+            .and_then(|()| file.sync_all())
+            .with_context(|| format!("cannot write the swap header of {}", path.display()))?;
         drop(file);
-        let name = path.to_str().context("a swap file path is UTF-8")?;
-        setup::run_tool("mkswap", &[name])?;
+        let name = path.display();
         sys::swapon_default_priority(path).with_context(|| {
             format!(
                 "swapon {name} failed (EPERM: more swap areas than the kernel's MAX_SWAPFILES?)"
@@ -317,6 +335,17 @@ mod tests {
                 assert_eq!(decide(spare, files, &p), None, "{spare} kB, {files}");
             }
         }
+    }
+
+    #[test]
+    fn swap_header_is_mkswaps() {
+        let page = swap_header(5456);
+        assert_eq!(page.len(), PAGE_SIZE as usize);
+        assert!(page[..1024].iter().all(|&b| b == 0));
+        assert_eq!(u32::from_ne_bytes(page[1024..1028].try_into().unwrap()), 1);
+        assert_eq!(u32::from_ne_bytes(page[1028..1032].try_into().unwrap()), 5455);
+        assert_eq!(u32::from_ne_bytes(page[1032..1036].try_into().unwrap()), 0);
+        assert_eq!(&page[PAGE_SIZE as usize - 10..], b"SWAPSPACE2");
     }
 
     #[test]
