@@ -1741,9 +1741,7 @@ def capacity_entry(schemes: dict[str, dict], base: str = BASELINE) -> dict | Non
 def swap_differs(schemes: dict[str, dict]) -> bool:
     """Whether the schemes' runs started with different swap (SwapTotal)."""
     totals = {
-        e["capacity"].get("swap_total_mb")
-        for e in schemes.values()
-        if e and e.get("capacity")
+        e["capacity"].get("swap_total_mb") for e in schemes.values() if e and e.get("capacity")
     }
     return len(totals) > 1
 

@@ -343,7 +343,10 @@ mod tests {
         assert_eq!(page.len(), PAGE_SIZE as usize);
         assert!(page[..1024].iter().all(|&b| b == 0));
         assert_eq!(u32::from_ne_bytes(page[1024..1028].try_into().unwrap()), 1);
-        assert_eq!(u32::from_ne_bytes(page[1028..1032].try_into().unwrap()), 5455);
+        assert_eq!(
+            u32::from_ne_bytes(page[1028..1032].try_into().unwrap()),
+            5455
+        );
         assert_eq!(u32::from_ne_bytes(page[1032..1036].try_into().unwrap()), 0);
         assert_eq!(&page[PAGE_SIZE as usize - 10..], b"SWAPSPACE2");
     }
