@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -385,20 +385,31 @@ def has_ice(entry: dict) -> bool:
     return bool(ice.get("frames") or ice.get("freezing"))
 
 
-def ice_comparisons(schemes: dict[str, dict], ok: dict[str, list[Run]]) -> dict | None:
-    """summary["ice"]: ICE_RATIO_FIGURES paired (module docstring); None
-    when no scheme has frames or Ice (has_ice)."""
-    if not any(has_ice(e) for e in schemes.values()):
-        return None
+def paired_comparisons(
+    pairs: Callable[[Sequence[str]], list[tuple[str, str]]],
+    schemes: dict[str, dict],
+    ok: dict[str, list[Run]],
+    figures: Sequence[str],
+) -> dict:
+    """{"comparisons": [...]}: `figures` of each (scheme, base) pair that
+    `pairs` gives among the schemes with runs, as scheme_ratios pairs them."""
     with_runs = [name for name, runs in ok.items() if runs]
     comparisons = []
-    for name, base in ice_pairs(with_runs):
-        r = scheme_ratios(schemes[name], schemes[base], ok[name], ok[base], ICE_RATIO_FIGURES)
+    for name, base in pairs(with_runs):
+        r = scheme_ratios(schemes[name], schemes[base], ok[name], ok[base], figures)
         spread, p_value = r.pop("spread"), r.pop("p_value")
         comparisons.append(
             {"scheme": name, "base": base, "ratios": r, "spread": spread, "p_value": p_value}
         )
     return {"comparisons": comparisons}
+
+
+def ice_comparisons(schemes: dict[str, dict], ok: dict[str, list[Run]]) -> dict | None:
+    """summary["ice"]: ICE_RATIO_FIGURES paired (module docstring); None
+    when no scheme has frames or Ice (has_ice)."""
+    if not any(has_ice(e) for e in schemes.values()):
+        return None
+    return paired_comparisons(ice_pairs, schemes, ok, ICE_RATIO_FIGURES)
 
 
 def ran_swam(entry: dict) -> bool:
@@ -429,15 +440,7 @@ def swam_comparisons(
     when the campaign does not show SWAM (shows_swam)."""
     if not shows_swam(campaign_guest, schemes):
         return None
-    with_runs = [name for name, runs in ok.items() if runs]
-    comparisons = []
-    for name, base in swam_pairs(with_runs):
-        r = scheme_ratios(schemes[name], schemes[base], ok[name], ok[base], SWAM_RATIO_FIGURES)
-        spread, p_value = r.pop("spread"), r.pop("p_value")
-        comparisons.append(
-            {"scheme": name, "base": base, "ratios": r, "spread": spread, "p_value": p_value}
-        )
-    return {"comparisons": comparisons}
+    return paired_comparisons(swam_pairs, schemes, ok, SWAM_RATIO_FIGURES)
 
 
 def ice_warnings(scheme: str, rep: int, ice: dict | None) -> list[str]:
