@@ -21,6 +21,7 @@ from fakerun import (
     write_campaign,
     write_run,
 )
+from fakespec import build_spec
 from pmr_testbed import paths, schema, tomlfile
 from pmr_testbed.analysis.ice import (
     BIG_JANK_MS,
@@ -34,7 +35,7 @@ from pmr_testbed.analysis.ice import (
     read_ticks,
 )
 from pmr_testbed.analysis.metrics import RunError, load_run
-from pmr_testbed.config import profiles, scenarios, schemes, spec
+from pmr_testbed.config import profiles, scenarios, schemes
 from pmr_testbed.errors import UserError
 from pmr_testbed.report.campaign_report import write_report
 from pmr_testbed.report.summary import ice_pairs, validate_summary, write_summary
@@ -50,16 +51,7 @@ ICE = {
 
 
 def _build(scheme: str, scenario: str = "ice", profile: str = "pixel3-zram") -> dict:
-    prof = profiles.load(profile)
-    return spec.build(
-        run_id="r",
-        out_dir=paths.RESULTS_DIR,
-        seed=1,
-        scenario=scenarios.load(scenario),
-        profile=prof,
-        scheme=schemes.resolve(scheme, prof),
-        work_iters_per_ms=1.0,
-    )
+    return build_spec(scheme, profile, scenario)
 
 
 # ---- the [ice] table -----------------------------------------------------------

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
+from fakespec import build_spec
 from pmr_testbed import paths, schema
-from pmr_testbed.config import profiles, scenarios, schemes, spec
+from pmr_testbed.config import profiles, schemes
 from pmr_testbed.workflows import reliability
 
 
@@ -18,15 +19,8 @@ def _names(directory):
 
 
 def _build(scenario="smoke", profile="pixel6pro", scheme="original", tmp=None):
-    prof = profiles.load(profile)
-    return spec.build(
-        run_id=f"{scheme}-r1",
-        out_dir=tmp or paths.RESULTS_DIR,
-        seed=1,
-        scenario=scenarios.load(scenario),
-        profile=prof,
-        scheme=schemes.resolve(scheme, prof),
-        work_iters_per_ms=1234.5,
+    return build_spec(
+        scheme, profile, scenario, out_dir=tmp, run_id=f"{scheme}-r1", work_iters_per_ms=1234.5
     )
 
 

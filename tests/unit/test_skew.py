@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from fakerun import VMSTAT_KEYS, switch, write_campaign, write_run
+from fakespec import build_spec
 from pmr_testbed import paths, schema, tomlfile
 from pmr_testbed.analysis.anon_file import anon_file_figures, anon_file_series
 from pmr_testbed.analysis.metrics import RunError, load_run
@@ -37,16 +38,7 @@ BALANCE = {
 
 
 def _build(profile: str, scheme: str, tmp_path) -> dict:
-    prof = profiles.load(profile)
-    return spec.build(
-        run_id="r",
-        out_dir=tmp_path,
-        seed=1,
-        scenario=scenarios.load("smoke"),
-        profile=prof,
-        scheme=schemes.resolve(scheme, prof),
-        work_iters_per_ms=1.0,
-    )
+    return build_spec(scheme, profile, out_dir=tmp_path)
 
 
 # ---- the profiles' swap medium ---------------------------------------------
