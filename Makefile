@@ -12,8 +12,9 @@ SCHEMES ?= original,mglru,pps,pmr
 OUT ?= results/main-$(shell date +%Y%m%d-%H%M%S)
 
 .PHONY: setup main test lint unit-test integration-test kernel debug-kernel smoke reliability \
-	pmr-reliability pmr-faults pmr-debug kswapd-threads-reliability acclaim-reliability ice-debug swam-debug debug-probes unit-sweep paper paper-quick paper-thorough \
-	schemas
+	pmr-reliability pmr-faults pmr-debug kswapd-threads-reliability acclaim-reliability \
+	ice-debug swam-debug swam-reliability debug-probes unit-sweep paper paper-quick \
+	paper-thorough schemas
 
 setup:
 	./scripts/setup.sh
@@ -142,6 +143,18 @@ swam-debug: setup
 	$(PMRTB) run --scenario smoke --profile pixel6pro-swam --schemes swam,swam+pmr \
 		--reps 1 --flavour debug --out results/debug-swam-smoke-$(STAMP)
 	$(PMRTB) probe swam-clean-floors 2 --flavour debug --out results/debug-probe-swam-clean-floors-$(STAMP)
+
+# The SWAM baseline's floors under heavy swapping on the two-tier profile:
+# the checked pages go to zram first and to the flash disk beyond it
+# (check swap_tiers), while vm.clean_min_kbytes switches between none and
+# 256 MB (below it no file page is scanned), under original and pmr.
+SWAM_TOGGLE = --toggle /proc/sys/vm/clean_min_kbytes=0,262144 --toggles 40
+
+swam-reliability: setup
+	$(PMRTB) reliability --profile pixel6pro-swam --scheme original $(SWAM_TOGGLE) \
+		$(RELIABILITY_ARGS)
+	$(PMRTB) reliability --profile pixel6pro-swam --scheme pmr $(SWAM_TOGGLE) \
+		$(RELIABILITY_ARGS)
 
 # Every probe of DEBUG_PROBES runs; the target fails if any did not pass.
 debug-probes: setup

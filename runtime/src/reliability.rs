@@ -107,11 +107,12 @@ const FULL_ANON_SHARE_OF_RAM: f64 = 0.95;
 /// With `swap_full`: the load phase gives up if the swap has not run full by then.
 pub(crate) const SWAP_FULL_WAIT: Duration = Duration::from_secs(1200);
 /// The order of the checks in reliability.json.
-const CHECK_ORDER: [&str; 11] = [
+const CHECK_ORDER: [&str; 12] = [
     "stress_ng",
     "data_integrity",
     "swap_volume",
     "swap_full",
+    "swap_tiers",
     "knob_toggle",
     "memcg_kill",
     "memcg_kill_victims",
@@ -473,6 +474,7 @@ impl<'a> Session<'a> {
         let vm_end = read_vmstat()?;
         self.swap_volume_check(end, vm_end);
         self.swap_full_check(&level, vm_end);
+        self.swap_tiers_check(&level);
         let toggles = toggler.map(Toggler::finish);
         let verdict = stress.stop(STRESS_GRACE)?;
         self.stress_check(verdict, stress_bytes);

@@ -66,7 +66,9 @@ def test_bad_arguments_one_line_exit_2(tmp_path, args, message):
         (["--profile", "iphone", "--scheme", "original"], "unknown profile 'iphone'"),
         (["--profile", "pixel5", "--scheme", "zzz"], "unknown scheme 'zzz'"),
         (["--profile", "pixel5", "--scheme", "original,mglru"], "takes one scheme"),
-        (["--profile", "pixel5-zram", "--scheme", "original"], "swaps to zram"),
+        (["--profile", "pixel5-zram", "--scheme", "original"], "swaps to zram alone"),
+        (["--profile", "pixel6pro-swam", "--scheme", "zram-only"], "swaps to zram alone"),
+        (["--profile", "pixel6pro-swam", "--scheme", "swam"], "has [swam.swapd] or [swam.eoom]"),
         (["--profile", "pixel5", "--scheme", "skew"], "has [skew]"),
         (["--profile", "pixel5", "--scheme", "ice-plus+pmr"], "has [ice], which freezes apps"),
     ],
@@ -121,10 +123,28 @@ def test_guest_spec_has_the_documented_fields_and_a_swap_disk_that_fits(tmp_path
     assert p.swap_mb > workload - profile.guest_ram_mb and p.swap_mb > profile.guest_swap_mb
 
 
-def _plan(tmp_path, profile_name="pixel5", **flags):
+def _plan(tmp_path, profile_name="pixel5", scheme="original", **flags):
     profile = profiles.load(profile_name)
-    req = reliability.ReliabilityRequest(profile_name, "original", tmp_path / "o", **flags)
-    return reliability.Plan(req, profile, schemes.resolve("original", profile), None)
+    req = reliability.ReliabilityRequest(profile_name, scheme, tmp_path / "o", **flags)
+    return reliability.Plan(req, profile, schemes.resolve(scheme, profile), None)
+
+
+def test_two_tier_profile_swaps_on_zram_above_the_disk(tmp_path):
+    p = _plan(tmp_path, "pixel6pro-swam")
+    zram = p.profile.guest_zram_mb
+    assert zram > 0
+    swap = reliability.build_spec(p, tmp_path / "o")["swap"]
+    assert swap["zram_mb"] == zram and swap["disk"] is True
+    # The disk alone holds the workload beyond RAM, as with one tier.
+    assert p.swap_mb == round(p.profile.guest_ram_mb * reliability.SWAP_RAM_RATIO)
+    # Sized to run full, zram counts towards the swap that must fill.
+    full = _plan(tmp_path, "pixel6pro-swam", swap_full=True)
+    ram = full.profile.guest_ram_mb
+    assert full.swap_mb + zram == round(ram * reliability.SWAP_FULL_RAM_RATIO)
+    # flash-only keeps the disk alone.
+    flash = _plan(tmp_path, "pixel6pro-swam", "flash-only")
+    assert reliability.build_spec(flash, tmp_path / "o")["swap"]["zram_mb"] == 0
+    assert flash.zram_mb == 0
 
 
 @pytest.mark.parametrize("profile_name", ["pixel5", "pixel6pro"])

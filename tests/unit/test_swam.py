@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from fakerun import kill, switch, write_campaign, write_run
+from fakespec import build_spec
 from pmr_testbed import paths, schema, tomlfile
 from pmr_testbed.analysis.metrics import load_run
 from pmr_testbed.analysis.swam import eoom_figures, relaunch_cost_ms, relaunches, swapd_figures
-from pmr_testbed.config import paper, profiles, scenarios, schemes, spec
+from pmr_testbed.config import paper, profiles, schemes
 from pmr_testbed.errors import UserError
-from pmr_testbed.report.campaign_report import write_report
+from pmr_testbed.report.campaign_report import disk_share_lines, write_report
 from pmr_testbed.report.summary import swam_pairs, validate_summary, write_summary
 from pmr_testbed.workflows import reliability
 
@@ -37,16 +38,7 @@ FLOORS_SCHEME = (
 
 
 def _build(scheme: str, profile: str = "pixel6pro-swam", scenario: str = "smoke") -> dict:
-    prof = profiles.load(profile)
-    return spec.build(
-        run_id="r",
-        out_dir=paths.RESULTS_DIR,
-        seed=1,
-        scenario=scenarios.load(scenario),
-        profile=prof,
-        scheme=schemes.resolve(scheme, prof),
-        work_iters_per_ms=1.0,
-    )
+    return build_spec(scheme, profile, scenario)
 
 
 # ---- the zram+flash profile ------------------------------------------------------------
@@ -326,7 +318,7 @@ def test_a_swam_with_one_part_writes_only_it(tmp_path, monkeypatch):
     ]
 
 
-def test_the_reliability_check_refuses_the_daemon_and_eoom(tmp_path, monkeypatch):
+def test_the_reliability_check_refuses_the_daemon_eoom_and_zram_alone(tmp_path, monkeypatch):
     def plan(scheme: str, profile: str = "pixel6pro"):
         return reliability.plan(reliability.ReliabilityRequest(profile, scheme, tmp_path / "o"))
 
@@ -334,8 +326,8 @@ def test_the_reliability_check_refuses_the_daemon_and_eoom(tmp_path, monkeypatch
         with pytest.raises(UserError, match=r"has \[swam.swapd\] or \[swam.eoom\]") as raised:
             plan(name)
         assert "\n" not in str(raised.value)
-    with pytest.raises(UserError, match="swaps to zram\\+flash: the reliability check swaps"):
-        plan("original", "pixel6pro-swam")
+    with pytest.raises(UserError, match="swaps to zram alone: the reliability check needs"):
+        plan("zram-only", "pixel6pro-swam")
     # the floors alone are knobs, which it writes as any scheme's
     _scheme_dir(tmp_path, monkeypatch, floors=FLOORS_SCHEME)
     try:
@@ -545,6 +537,10 @@ def test_summary_and_report_compare_swam_with_the_paper(tmp_path):
     assert launch["pairs"] == 3 and launch["median"] == pytest.approx(1210 / 2010)
     assert pairs[("swam", "flash-only")]["ratios"]["swam.zram_write_mb"] is None
     assert s["schemes"]["swam"]["swam"]["swapd"]["added"] == 2
+    media = {name: e["swap_medium"] for name, e in s["schemes"].items()}
+    assert media == {"zram-only": "zram", "flash-only": "flash", "swam": "flash"}
+    (share,) = disk_share_lines({**s, "swap_bandwidth": {"write_mbps": 100.0, "fio": {}}})
+    assert "zram-only n/a (zram alone), flash-only " in share and "swam 0." in share
     md = write_report(d).read_text()
     section = md.split("## SWAM\n")[1].split("\n## ")[0]
     assert "| figure | paper: SWAM / baselines | swam / zram-only | swam / flash-only |" in section

@@ -1620,8 +1620,11 @@ def disk_share_lines(s: dict) -> list[str]:
         return ["The swap disk's bandwidth was not measured (campaign from before the fio boot)."]
     if bw.get("write_mbps") is None:
         return [f"The swap disk's bandwidth could not be measured: {bw.get('error')}."]
+    # a scheme that swaps to zram alone ([swap] tiers) writes nothing to the disk
     shares = [
         f"{name} {peak / bw['write_mbps']:.2f}"
+        if e.get("swap_medium") != "zram"
+        else f"{name} n/a (zram alone)"
         for name, e in s["schemes"].items()
         if (peak := get_path(e, "reclaim_mbps.peak")) is not None
     ]

@@ -309,6 +309,8 @@ def scheme_entry(runs: list[Run]) -> dict:
         if len(runs) > 1 and present:
             spread[".".join(path)] = {"min": min(present), "max": max(present)}
     entry.setdefault("reclaim_cpu_s", None)
+    # every run of a scheme swaps to the same place (spec.py's swap_settings)
+    entry["swap_medium"] = runs[0].metrics.swap_medium
     for group in OPTIONAL_GROUPS:
         entry.setdefault(group, None)
     entry["swap_write_kb"]["hist"] = summed_hist(runs)

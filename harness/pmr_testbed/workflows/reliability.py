@@ -3,10 +3,12 @@ reliability under heavy swapping; the guest side is `pmr-guest reliability`
 (runtime/src/reliability.rs), which writes reliability.json.
 
 The guest boots like a run's (guest_setup: the same kernel, accelerator,
-dilation and swap disk throttled like the profile's flash). Only the swap
+dilation and swap disk throttled like the profile's flash; a zram+flash
+profile's zram tier above the disk, at the profile's size). Only the swap
 disk's size differs: the checker's pages (1.5 x RAM) and stress-ng's
 (0.7 x RAM) must fit in RAM plus swap, far beyond the profile's swap, so the
-disk gets SWAP_RAM_RATIO x RAM. The host adds one check of its own: no
+disk gets SWAP_RAM_RATIO x RAM. With two tiers the guest checks that both
+held pages (`swap_tiers`). The host adds one check of its own: no
 kernel splat (oops, BUG, WARNING, KASAN, lockdep) on the console.
 
 Two options put the swap device in trouble; they combine with each other
@@ -124,9 +126,22 @@ class Plan:
     toggle: dict | None
 
     @property
+    def swap(self) -> dict:
+        """spec.json `swap`: the swap disk, and a zram+flash profile's zram
+        tier above it (unless the scheme keeps the flash tier alone)."""
+        return spec.swap_settings(self.profile, self.scheme.tiers)
+
+    @property
+    def zram_mb(self) -> int:
+        return int(self.swap["zram_mb"])
+
+    @property
     def swap_mb(self) -> int:
+        """The swap disk's size. With --swap-full a zram tier counts
+        towards the swap that must run full, so the disk is that much
+        smaller."""
         if self.req.swap_full:
-            return round(self.profile.guest_ram_mb * SWAP_FULL_RAM_RATIO)
+            return round(self.profile.guest_ram_mb * SWAP_FULL_RAM_RATIO) - self.zram_mb
         return max(self.profile.guest_swap_mb, round(self.profile.guest_ram_mb * SWAP_RAM_RATIO))
 
     @property
@@ -152,12 +167,13 @@ def plan(req: ReliabilityRequest) -> Plan:
         raise UserError("--toggle-refused needs --toggle")
     toggle = parse_toggle(req.toggle, req.toggles, req.toggle_refused) if req.toggle else None
     profile = profiles.load(req.profile)
-    if profile.swap != "flash":
-        raise UserError(
-            f"profile {profile.name} swaps to {profile.swap}: the reliability check swaps "
-            "on the swap disk only (pick a flash profile)"
-        )
     scheme = schemes.resolve(req.scheme.strip(), profile)
+    if not spec.swap_settings(profile, scheme.tiers)["disk"]:
+        raise UserError(
+            f"scheme {scheme.name} on profile {profile.name} swaps to zram alone: the "
+            "reliability check needs the swap disk (pick a flash or zram+flash profile, "
+            'and a scheme without [swap] tiers = "zram")'
+        )
     if scheme.skew is not None:
         raise UserError(
             f"scheme {scheme.name} has [skew], which acts at app switches: the reliability "
@@ -198,7 +214,7 @@ def build_spec(p: Plan, out_dir: Path) -> dict:
             "kthreads": p.scheme.kthreads,
         },
         "memory": spec.memory_settings(p.profile),
-        "swap": {"serial": spec.SWAP_SERIAL, "zram_mb": 0, "disk": True},
+        "swap": p.swap,
         "swap_factor": p.req.swap_factor,
         "checker": {
             "processes": CHECKER_PROCESSES,
@@ -238,9 +254,10 @@ def run(p: Plan, progress: Callable[[str], None]) -> dict:
         config.write_text(blkdebug.config_text(region))
         swap = dataclasses.replace(swap, blkdebug=config)
     console_path = out / "console.log"
+    zram = f" under {p.zram_mb} MB of zram" if p.zram_mb else ""
     progress(
         f"guest: {p.scheme.name} on {p.profile.name}, {p.profile.guest_ram_mb} MB RAM, "
-        f"{p.swap_mb} MB swap{describe_faults(p)} (console: {console_path})"
+        f"{p.swap_mb} MB swap disk{zram}{describe_faults(p)} (console: {console_path})"
     )
     t0 = time.monotonic()
     try:
@@ -284,6 +301,7 @@ def run(p: Plan, progress: Callable[[str], None]) -> dict:
         "wall_s": round(time.monotonic() - t0, 1),
         "guest_ram_mb": p.profile.guest_ram_mb,
         "swap_mb": p.swap_mb,
+        "zram_mb": p.zram_mb,
         "profile_swap_mb": p.profile.guest_swap_mb,
         "swap_full": p.req.swap_full,
         "swap_write_errors": region.as_dict() if region else None,

@@ -137,6 +137,18 @@ impl Session<'_> {
             json!(level.first_full_s.map(|t| t.round())),
         );
         self.figures.insert("oom_kills".into(), json!(oom_kills));
+        let peaks: Map<String, Value> = level
+            .areas
+            .iter()
+            .map(|a| {
+                (
+                    a.name.clone(),
+                    json!(round2(a.peak_used_kb as f64 / 1024.0)),
+                )
+            })
+            .collect();
+        self.figures
+            .insert("swap_peak_mb".into(), Value::Object(peaks));
         if !self.spec.swap_full {
             return;
         }
@@ -146,6 +158,18 @@ impl Session<'_> {
         figures["full_percent"] = json!(swap_watch::FULL_PERCENT);
         self.checks
             .push(Check::verdict("swap_full", ok, detail, figures));
+    }
+
+    /// With a zram tier above the swap disk: both held pages during the
+    /// load phase (no check with one tier).
+    pub(crate) fn swap_tiers_check(&mut self, level: &SwapLevel) {
+        if !(self.spec.swap.disk && self.spec.swap.zram_mb > 0.0) {
+            return;
+        }
+        let (ok, detail) = swap_watch::tiers_verdict(level);
+        let figures = json!({"areas": level.areas, "min_percent": swap_watch::TIER_MIN_PERCENT});
+        self.checks
+            .push(Check::verdict("swap_tiers", ok, detail, figures));
     }
 
     pub(crate) fn stress_check(&mut self, v: stress_ng::Verdict, bytes: u64) {

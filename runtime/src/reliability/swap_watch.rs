@@ -9,9 +9,15 @@
 //! With `swap_full` in the spec, the `swap_full` check (`verdict`) passes
 //! only if that happened, and the load phase counts its sweeps from the
 //! moment it first did.
+//!
+//! Each sample also reads /proc/swaps and keeps every area's peak use: with
+//! a zram tier above the swap disk (a zram+flash profile), the `swap_tiers`
+//! check (`tiers_verdict`) passes only if both tiers held pages, so that the
+//! data checks covered pages that went to each.
 
 use crate::control::{spawn_thread, Control};
-use crate::sys::proc_files::parse_meminfo;
+use crate::sys::proc_files::{parse_meminfo, parse_swaps, SwapArea};
+use anyhow::Context;
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -19,6 +25,18 @@ use std::time::{Duration, Instant};
 
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(50);
 pub const FULL_PERCENT: f64 = 1.0;
+/// The share of its size each tier must have held at its peak for
+/// `swap_tiers` to pass. The zram tier, first by priority, fills up; the
+/// disk takes the rest of the workload beyond RAM, over half of its size.
+pub const TIER_MIN_PERCENT: f64 = 10.0;
+
+/// A swap area's size and the most of it seen in use (kB).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AreaPeak {
+    pub name: String,
+    pub size_kb: i64,
+    pub peak_used_kb: i64,
+}
 
 /// What the samples showed so far (sizes in kB).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -29,6 +47,8 @@ pub struct SwapLevel {
     pub first_full_s: Option<f64>,
     pub full_samples: u64,
     pub samples: u64,
+    /// Each swap area of /proc/swaps, in the order it first appeared.
+    pub areas: Vec<AreaPeak>,
 }
 
 impl SwapLevel {
@@ -50,6 +70,23 @@ impl SwapLevel {
         if self.total_kb > 0 && free_kb <= self.full_threshold_kb() {
             self.full_samples += 1;
             self.first_full_s.get_or_insert(t_s);
+        }
+    }
+
+    /// One reading of /proc/swaps.
+    pub fn note_areas(&mut self, areas: &[SwapArea]) {
+        for a in areas {
+            match self.areas.iter_mut().find(|p| p.name == a.name) {
+                Some(p) => {
+                    p.size_kb = a.size_kb;
+                    p.peak_used_kb = p.peak_used_kb.max(a.used_kb);
+                }
+                None => self.areas.push(AreaPeak {
+                    name: a.name.clone(),
+                    size_kb: a.size_kb,
+                    peak_used_kb: a.used_kb,
+                }),
+            }
         }
     }
 
@@ -93,6 +130,49 @@ pub fn verdict(level: &SwapLevel, oom_kills: i64) -> (bool, String) {
     }
 }
 
+/// The `swap_tiers` check's verdict and detail line: at least two swap
+/// areas were seen, and each held TIER_MIN_PERCENT of its size at its peak.
+pub fn tiers_verdict(level: &SwapLevel) -> (bool, String) {
+    let mib = |kb: i64| kb as f64 / 1024.0;
+    if level.areas.len() < 2 {
+        return (
+            false,
+            format!(
+                "{} swap area(s) in /proc/swaps during the load phase, not a zram tier and a disk",
+                level.areas.len()
+            ),
+        );
+    }
+    let low: Vec<&AreaPeak> = level
+        .areas
+        .iter()
+        .filter(|a| (a.peak_used_kb as f64) < a.size_kb as f64 * TIER_MIN_PERCENT / 100.0)
+        .collect();
+    let each = level
+        .areas
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {:.0} of {:.0} MiB",
+                a.name,
+                mib(a.peak_used_kb),
+                mib(a.size_kb)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    match low.first() {
+        None => (true, format!("every tier held pages at its peak: {each}")),
+        Some(a) => (
+            false,
+            format!(
+                "{} held less than {TIER_MIN_PERCENT}% of its size at its peak: {each}",
+                a.name
+            ),
+        ),
+    }
+}
+
 /// The sampling thread.
 pub struct SwapWatch {
     handle: JoinHandle<()>,
@@ -111,16 +191,22 @@ impl SwapWatch {
         let (lvl, stopped, failed) = (Arc::clone(&level), Arc::clone(&stop), Arc::clone(control));
         let handle = spawn_thread(control, "swap-watch", move || {
             while !stopped.stopped() {
-                let sample = std::fs::read_to_string("/proc/meminfo")
-                    .map_err(anyhow::Error::from)
-                    .and_then(|text| parse_meminfo(&text));
+                let read = |path: &str| {
+                    std::fs::read_to_string(path)
+                        .map_err(anyhow::Error::from)
+                        .with_context(|| format!("cannot read {path}"))
+                };
+                let sample = read("/proc/meminfo")
+                    .and_then(|text| parse_meminfo(&text))
+                    .and_then(|m| Ok((m, parse_swaps(&read("/proc/swaps")?)?)));
                 match sample {
-                    Ok(m) => lvl
-                        .lock()
-                        .expect("swap level")
-                        .note(m.swap_free, start.elapsed().as_secs_f64()),
+                    Ok((m, areas)) => {
+                        let mut level = lvl.lock().expect("swap level");
+                        level.note(m.swap_free, start.elapsed().as_secs_f64());
+                        level.note_areas(&areas);
+                    }
                     Err(e) => {
-                        failed.fail(format!("swap-watch: cannot read /proc/meminfo: {e:#}"));
+                        failed.fail(format!("swap-watch: {e:#}"));
                         return;
                     }
                 }
@@ -193,6 +279,62 @@ mod tests {
             "{detail}"
         );
         assert!(detail.contains("3 OOM kills"), "{detail}");
+    }
+
+    fn area(name: &str, size_kb: i64, used_kb: i64) -> SwapArea {
+        SwapArea {
+            name: name.into(),
+            size_kb,
+            used_kb,
+        }
+    }
+
+    #[test]
+    fn each_area_keeps_its_peak() {
+        let mut level = SwapLevel::new(0);
+        level.note_areas(&[area("/dev/vdb", 1000, 0)]);
+        level.note_areas(&[area("/dev/vdb", 1000, 300), area("/dev/zram0", 100, 100)]);
+        level.note_areas(&[area("/dev/vdb", 1000, 200), area("/dev/zram0", 100, 40)]);
+        assert_eq!(
+            level.areas,
+            vec![
+                AreaPeak {
+                    name: "/dev/vdb".into(),
+                    size_kb: 1000,
+                    peak_used_kb: 300
+                },
+                AreaPeak {
+                    name: "/dev/zram0".into(),
+                    size_kb: 100,
+                    peak_used_kb: 100
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn tiers_pass_only_if_both_held_pages() {
+        let mut level = SwapLevel::new(0);
+        let (ok, detail) = tiers_verdict(&level);
+        assert!(!ok && detail.contains("0 swap area(s)"), "{detail}");
+        level.note_areas(&[area("/dev/vdb", 3_584_000, 2_048_000)]);
+        let (ok, detail) = tiers_verdict(&level);
+        assert!(!ok && detail.contains("1 swap area(s)"), "{detail}");
+        // zram set up but never used (a wrong priority would do this)
+        level.note_areas(&[area("/dev/zram0", 174_080, 17_000)]);
+        let (ok, detail) = tiers_verdict(&level);
+        assert!(!ok, "{detail}");
+        assert!(
+            detail.starts_with("/dev/zram0 held less than 10%"),
+            "{detail}"
+        );
+        level.note_areas(&[area("/dev/zram0", 174_080, 174_076)]);
+        let (ok, detail) = tiers_verdict(&level);
+        assert!(ok, "{detail}");
+        assert!(
+            detail.contains("/dev/vdb 2000 of 3500 MiB, /dev/zram0 170 of 170 MiB"),
+            "{detail}"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Parsers for the kernel's text files under /proc and /sys that the
-//! runtime reads: meminfo, vmstat, zoneinfo, block device stat, zram's
-//! mm_stat, and a process's stat, status and statm. Pure functions over the file text so
+//! runtime reads: meminfo, swaps, vmstat, zoneinfo, block device stat,
+//! zram's mm_stat, and a process's stat, status and statm. Pure functions over the file text so
 //! they can be tested with synthetic input.
 
 use anyhow::{bail, Context, Result};
@@ -65,6 +65,39 @@ pub fn parse_meminfo(text: &str) -> Result<MemInfo> {
         inactive_file: required("Inactive(file)")?,
         cma_free: get("CmaFree").unwrap_or(0),
     })
+}
+
+/// One swap area of /proc/swaps, sizes in kB.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwapArea {
+    /// The device or file (`/dev/zram0`, `/dev/vdb`), as /proc/swaps
+    /// writes it (a space in a path is `\040`).
+    pub name: String,
+    pub size_kb: i64,
+    pub used_kb: i64,
+}
+
+/// /proc/swaps: a header line, then `name type size used priority` per area.
+pub fn parse_swaps(text: &str) -> Result<Vec<SwapArea>> {
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let [name, _kind, size, used, _prio] = f[..] else {
+                bail!("bad /proc/swaps line {line:?}");
+            };
+            let kb = |v: &str| {
+                v.parse::<i64>()
+                    .with_context(|| format!("bad size in /proc/swaps line {line:?}"))
+            };
+            Ok(SwapArea {
+                name: name.to_string(),
+                size_kb: kb(size)?,
+                used_kb: kb(used)?,
+            })
+        })
+        .collect()
 }
 
 /// Sum of each populated zone's watermark plus its largest lowmem
@@ -274,6 +307,35 @@ pub fn mount_point(mounts: &str, fstype: &str) -> Option<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swaps_lists_each_area_with_its_use() {
+        let text = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n\
+                    /dev/vdb                                partition\t3579900\t\t1024\t\t-2\n\
+                    /dev/zram0                              partition\t174760\t\t174756\t\t100\n";
+        let areas = parse_swaps(text).unwrap();
+        assert_eq!(
+            areas,
+            vec![
+                SwapArea {
+                    name: "/dev/vdb".into(),
+                    size_kb: 3_579_900,
+                    used_kb: 1024
+                },
+                SwapArea {
+                    name: "/dev/zram0".into(),
+                    size_kb: 174_760,
+                    used_kb: 174_756
+                },
+            ]
+        );
+        assert!(parse_swaps("Filename Type Size Used Priority\n")
+            .unwrap()
+            .is_empty());
+        let err = parse_swaps("header\n/dev/vdb partition 12 x -2\n").unwrap_err();
+        assert!(err.to_string().contains("bad size"), "{err}");
+        assert!(parse_swaps("header\n/dev/vdb partition 12\n").is_err());
+    }
 
     const ZONEINFO: &str = "\
 Node 0, zone      DMA
