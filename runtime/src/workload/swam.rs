@@ -127,7 +127,8 @@ pub fn swap_header(pages: u64) -> Vec<u8> {
 /// or a stand-in in tests.
 pub trait SwapFiles: Send {
     /// Make `path` a swap file of `bytes` and swap on it; false if the
-    /// filesystem has no room for it (nothing is left behind then).
+    /// filesystem has no room for it. Unless it returns true, nothing is
+    /// left behind.
     fn add(&mut self, path: &Path, bytes: u64) -> Result<bool>;
     /// Swap off `path` and remove it.
     fn remove(&mut self, path: &Path) -> Result<()>;
@@ -144,36 +145,41 @@ impl SwapFiles for Kernel {
             .mode(0o600)
             .open(path)
             .with_context(|| format!("cannot create {}", path.display()))?;
-        match sys::fallocate(&file, bytes) {
-            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
-                drop(file);
-                fs::remove_file(path)
-                    .with_context(|| format!("cannot remove {}", path.display()))?;
-                return Ok(false);
-            }
-            allocated => allocated.with_context(|| {
-                format!("fallocate of {bytes} bytes on {} failed", path.display())
-            })?,
+        let made = make_swap_file(file, path, bytes);
+        if !matches!(made, Ok(true)) {
+            let removed =
+                fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()));
+            // the first failure is the one to report
+            return made.and_then(|added| removed.map(|()| added));
         }
-        // mkswap's header, written in-process: no fork and exec at the
-        // moment memory is short, and no child for the run's reaper to take
-        file.write_all_at(&swap_header(bytes / PAGE_SIZE), 0)
-            .and_then(|()| file.sync_all())
-            .with_context(|| format!("cannot write the swap header of {}", path.display()))?;
-        drop(file);
-        let name = path.display();
-        sys::swapon_default_priority(path).with_context(|| {
-            format!(
-                "swapon {name} failed (EPERM: more swap areas than the kernel's MAX_SWAPFILES?)"
-            )
-        })?;
-        Ok(true)
+        made
     }
 
     fn remove(&mut self, path: &Path) -> Result<()> {
         sys::swapoff(path).with_context(|| format!("swapoff {} failed", path.display()))?;
         fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))
     }
+}
+
+/// Allocate `file` (at `path`), write its swap header and swap on it;
+/// false on ENOSPC. The caller removes the file unless this returns true.
+fn make_swap_file(file: fs::File, path: &Path, bytes: u64) -> Result<bool> {
+    match sys::fallocate(&file, bytes) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => return Ok(false),
+        allocated => allocated
+            .with_context(|| format!("fallocate of {bytes} bytes on {} failed", path.display()))?,
+    }
+    // mkswap's header, written in-process: no fork and exec at the moment
+    // memory is short, and no child for the run's reaper to take
+    file.write_all_at(&swap_header(bytes / PAGE_SIZE), 0)
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("cannot write the swap header of {}", path.display()))?;
+    drop(file);
+    let name = path.display();
+    sys::swapon_default_priority(path).with_context(|| {
+        format!("swapon {name} failed (EPERM: more swap areas than the kernel's MAX_SWAPFILES?)")
+    })?;
+    Ok(true)
 }
 
 /// The daemon's state between periods.
@@ -288,6 +294,29 @@ pub fn spawn(
 mod tests {
     use super::*;
     use std::sync::Mutex;
+
+    #[test]
+    fn a_file_the_kernel_refuses_is_removed() {
+        // tmpfs cannot hold swap files (no swap_activate or bmap): swapon
+        // fails with EINVAL as root and EPERM otherwise, after fallocate
+        // and the header, so the host never swaps on it.
+        let shm = Path::new("/dev/shm");
+        let mounts = fs::read_to_string("/proc/mounts").unwrap();
+        assert!(
+            mounts.lines().any(|l| l
+                .split_whitespace()
+                .take(3)
+                .eq(["tmpfs", "/dev/shm", "tmpfs"])),
+            "the test needs /dev/shm on tmpfs"
+        );
+        let dir = shm.join(format!("pmr-swam-add-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("swapfile-0");
+        let err = Kernel.add(&path, 1 << 20).unwrap_err();
+        assert!(format!("{err:#}").contains("swapon"), "{err:#}");
+        assert!(!path.exists(), "the refused file was left behind");
+        fs::remove_dir(&dir).unwrap();
+    }
 
     fn swapd() -> Swapd {
         Swapd {
