@@ -70,7 +70,7 @@ reliability: setup
 # swapped (KASAN under TCG is slow) and DEBUG_PROBES, every probe.
 DEBUG_PROBES = zygote-batches lru-gen-off-window used-victims-fallback removed-memcg-reclaim \
 	file-victims-without-swap v1-memsw-file-victims touched-victims swap-cached-victims \
-	ice-refault-freeze ice-frozen-first swam-clean-floors
+	ice-refault-freeze ice-frozen-first swam-clean-floors swam-swap-clean
 PMR_TOGGLE = --toggle /sys/kernel/mm/pmr/enabled=0,1,2,3 --toggle-refused 3 --toggles 100
 STAMP := $(shell date +%Y%m%d-%H%M%S)
 
@@ -137,12 +137,13 @@ ice-debug: setup
 
 # The SWAM baseline on the debug kernel: `smoke` under swam and swam+pmr
 # on the two-tier profile (swap files added and removed, EOOM kills,
-# working-set floors), then its probe.
+# working-set floors), then its two probes.
 swam-debug: setup
 	$(PMRTB) build-kernel --flavour debug
 	$(PMRTB) run --scenario smoke --profile pixel6pro-swam --schemes swam,swam+pmr \
 		--reps 1 --flavour debug --out results/debug-swam-smoke-$(STAMP)
 	$(PMRTB) probe swam-clean-floors 2 --flavour debug --out results/debug-probe-swam-clean-floors-$(STAMP)
+	$(PMRTB) probe swam-swap-clean 2 --flavour debug --out results/debug-probe-swam-swap-clean-$(STAMP)
 
 # The SWAM baseline's floors under heavy swapping on the two-tier profile:
 # the checked pages go to zram first and to the flash disk beyond it
