@@ -147,6 +147,18 @@ pub enum Event<'a> {
         files: u32,
         max_files_used: u32,
     },
+    /// SWAM's OOM cleaner swap-cleaned process `pid` of `app` before a
+    /// kill for low swap (lmkd/cleaner.rs): the pages the kernel dropped
+    /// (vmstat's swap_clean), SwapFree right after, how long it took, and
+    /// whether swap was relieved then (lmkd then killed nobody).
+    SwamClean {
+        app: &'a str,
+        pid: i32,
+        pages: i64,
+        swap_free_kb_after: i64,
+        ms: f64,
+        relieved: bool,
+    },
 }
 
 #[derive(Serialize)]
@@ -385,6 +397,17 @@ mod tests {
                     max_files_used: 5,
                 },
                 r#"{"t_ms":9,"type":"swam_end","files":2,"max_files_used":5}"#,
+            ),
+            (
+                Event::SwamClean {
+                    app: "whatsapp",
+                    pid: 7,
+                    pages: 512,
+                    swap_free_kb_after: 81000,
+                    ms: 1.25,
+                    relieved: true,
+                },
+                r#"{"t_ms":9,"type":"swam_clean","app":"whatsapp","pid":7,"pages":512,"swap_free_kb_after":81000,"ms":1.25,"relieved":true}"#,
             ),
             (
                 kill(Score {

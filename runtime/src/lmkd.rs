@@ -40,6 +40,11 @@
 //!   oom_score_adj plus a launch_adj from their app's relaunch cost first
 //!   (Ice+'s partition, if on too, applies to that order); the kill event
 //!   says the victim's `launch_adj` and `relaunch_ms`.
+//! - With SWAM's OOM cleaner (cleaner.rs), a kill for a reason that
+//!   involves swap is preceded by swap-clean: the candidates, in the order
+//!   above, have the swapped-out pages of their shared objects' data
+//!   dropped until swap is no longer low by the reason's threshold, and
+//!   then nobody is killed (one `swam_clean` event per process cleaned).
 //! - Killing: SIGKILL through a pidfd, the victim's memory released by a
 //!   reaper thread with process_mrelease, and no further kill until the
 //!   victim's pidfd reports its exit or `kill_timeout_ms` passes (polling
@@ -60,6 +65,7 @@
 //! (undefined in C past 63); here the first window starts at lmkd's first
 //! wakeup with no carried-over growth, which is what the decay intends.
 
+pub mod cleaner;
 pub mod decision;
 pub mod eoom;
 pub mod proc_registry;
@@ -74,6 +80,7 @@ use crate::sys;
 use crate::sys::proc_files::{self, Watermarks};
 use crate::sys::psi::{self, Stall, Trigger};
 use anyhow::{bail, Context, Result};
+use cleaner::Cleaner;
 use decision::{Decision, KillPlan, Level, Reclaim, Snapshot, VmCounters, PAGE_KB};
 use eoom::{eoom_order, Eoom, Ranked, Score};
 use std::collections::HashMap;
@@ -128,6 +135,19 @@ pub struct Lmkd {
     spare_swapped: Option<PathBuf>,
     /// SWAM's EOOM: candidates ranked by their app's relaunch cost too.
     eoom: Option<Eoom>,
+    /// SWAM's OOM cleaner: swap-clean before a kill for low swap.
+    cleaner: Option<Cleaner>,
+}
+
+/// A candidate of a kill, in lmkd's order, with what its event reports.
+struct Planned {
+    pid: i32,
+    app: String,
+    adj: i32,
+    /// Ice+: the candidates passed over for it.
+    spared: Option<u32>,
+    /// EOOM: its launch_adj and the cost it came from.
+    score: Option<Score>,
 }
 
 /// A process lmkd tries to kill, with what its event reports.
@@ -145,7 +165,9 @@ impl Lmkd {
     /// Install the PSI triggers and start the reaper thread; each wakeup
     /// is recorded in `wakeups` (wakeup_log.rs). With `spare_swapped`
     /// (the apps' cgroups), candidates whose app holds swap go last; with
-    /// `eoom`, the apps cheapest to relaunch go first.
+    /// `eoom`, the apps cheapest to relaunch go first; with `cleaner`, a
+    /// kill for low swap swap-cleans the candidates first.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         cfg: &LmkdConfig,
         registry: Arc<ProcRegistry>,
@@ -154,6 +176,7 @@ impl Lmkd {
         wakeups: WakeupLog,
         spare_swapped: Option<PathBuf>,
         eoom: Option<Eoom>,
+        cleaner: Option<Cleaner>,
     ) -> Result<Lmkd> {
         let window = ms(cfg.window_ms);
         let triggers = vec![
@@ -201,6 +224,7 @@ impl Lmkd {
             wakeups,
             spare_swapped,
             eoom,
+            cleaner,
         })
     }
 
@@ -388,8 +412,31 @@ impl Lmkd {
     }
 
     /// `find_and_kill_process`: kill the first victim that can be killed;
-    /// returns the pages it had resident (0 if nothing was killed).
+    /// returns the pages it had resident (0 if nothing was killed, or if
+    /// SWAM's cleaner relieved swap instead).
     fn find_and_kill(&mut self, level: Level, plan: &KillPlan) -> Result<i64> {
+        let order = self.kill_candidates(plan)?;
+        if self.swap_clean(plan, &order)? {
+            return Ok(0);
+        }
+        for p in &order {
+            let victim = Victim {
+                pid: p.pid,
+                app: &p.app,
+                adj: p.adj,
+                spared: p.spared,
+                score: p.score,
+            };
+            if let Some(rss_kb) = self.kill_one(&victim, level, plan)? {
+                return Ok(rss_kb / PAGE_KB);
+            }
+        }
+        Ok(0)
+    }
+
+    /// The registered processes `plan` allows killing, in the order lmkd
+    /// tries them: kill_order's, reordered by EOOM, then by Ice+.
+    fn kill_candidates(&self, plan: &KillPlan) -> Result<Vec<Planned>> {
         let registered = self.registry.snapshot();
         let candidates: Vec<Candidate> = registered
             .iter()
@@ -454,20 +501,47 @@ impl Lmkd {
                     .collect()
             }
         };
-        for (pid, spared) in order {
-            let e = entry(pid);
-            let victim = Victim {
-                pid,
-                app: &e.app,
-                adj: e.adj,
-                spared,
-                score: scores.get(&pid).copied(),
-            };
-            if let Some(rss_kb) = self.kill_one(&victim, level, plan)? {
-                return Ok(rss_kb / PAGE_KB);
-            }
+        Ok(order
+            .into_iter()
+            .map(|(pid, spared)| {
+                let e = entry(pid);
+                Planned {
+                    pid,
+                    app: e.app.clone(),
+                    adj: e.adj,
+                    spared,
+                    score: scores.get(&pid).copied(),
+                }
+            })
+            .collect())
+    }
+
+    /// SWAM's OOM cleaner, before a kill for a reason that involves swap:
+    /// swap-clean the candidates in `order` until swap is relieved
+    /// (cleaner.rs), logging each process cleaned; whether it was, and
+    /// the kill is then skipped. False at once without the cleaner or for
+    /// another reason.
+    fn swap_clean(&self, plan: &KillPlan, order: &[Planned]) -> Result<bool> {
+        let Some(cleaner) = &self.cleaner else {
+            return Ok(false);
+        };
+        if !cleaner::cleans_for(plan.reason) {
+            return Ok(false);
         }
-        Ok(0)
+        cleaner::clean_in_order(order, |p| {
+            let Some(c) = cleaner.clean(p.pid, &p.app, plan.reason, &self.cfg)? else {
+                return Ok(None);
+            };
+            self.events.log(&Event::SwamClean {
+                app: &p.app,
+                pid: p.pid,
+                pages: c.pages,
+                swap_free_kb_after: c.swap_free_kb_after,
+                ms: c.ms,
+                relieved: c.relieved,
+            })?;
+            Ok(Some(c.relieved))
+        })
     }
 
     /// `kill_one_process`: `None` if the process is already gone.

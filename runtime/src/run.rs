@@ -1,6 +1,7 @@
-//! `pmr-guest run`: setup, then the workload with its threads (lmkd, the
-//! metrics sampler, the child reaper, skew rectification's pageout worker
-//! and swappiness loop, Ice's heartbeat and SWAM's swap-file daemon if the
+//! `pmr-guest run`: setup, then the workload with its threads (lmkd, with
+//! SWAM's EOOM order and OOM cleaner if the scheme has them, the metrics
+//! sampler, the child reaper, skew rectification's pageout worker and
+//! swappiness loop, Ice's heartbeat and SWAM's swap-file daemon if the
 //! scheme has them) around the activity manager, then the result files.
 //!
 //! Exit status: 2 with one line `pmr-guest: error: ...` for anything that
@@ -9,6 +10,7 @@
 
 use crate::control::Control;
 use crate::events::EventLog;
+use crate::lmkd::cleaner::Cleaner;
 use crate::lmkd::eoom::{Eoom, RelaunchCosts};
 use crate::lmkd::proc_registry::ProcRegistry;
 use crate::lmkd::wakeup_log::WakeupLog;
@@ -143,6 +145,11 @@ impl<'a> Workload<'a> {
             costs: Arc::new(RelaunchCosts::default()),
         });
         let relaunch_costs = eoom.as_ref().map(|e| e.costs.clone());
+        // A kernel without MADV_SWAPCLEAN fails here, before the workload.
+        let cleaner = swam_scheme
+            .and_then(|s| s.cleaner.as_ref())
+            .map(|_| Cleaner::new(Path::new(DATA_MOUNT)))
+            .transpose()?;
         let lmkd = Lmkd::new(
             &spec.lmkd,
             registry.clone(),
@@ -155,6 +162,7 @@ impl<'a> Workload<'a> {
                 .filter(|i| i.spare_swapped)
                 .map(|_| phone.cgroups.group_dir()),
             eoom,
+            cleaner,
         )?;
         let threads_at_start = threads_cpu::read(&spec.metrics.reclaim_threads);
         let sampler = metrics::spawn(

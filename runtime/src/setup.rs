@@ -207,15 +207,18 @@ pub fn dev_numbers(dev: &str) -> Result<(u32, u32)> {
 }
 
 /// Enough MemAvailable for the runtime and the largest app, or an error.
+/// An app takes its heap, its files, and its private copies of their
+/// first `so_mb` (its shared objects' data).
 pub fn check_memory(mem_available_kb: i64, spec: &Spec) -> Result<()> {
+    let footprint = |a: &crate::spec::AppSpec| a.anon_mb + a.file_mb + a.so_mb;
     let Some(largest) = spec
         .apps
         .iter()
-        .max_by(|a, b| (a.anon_mb + a.file_mb).total_cmp(&(b.anon_mb + b.file_mb)))
+        .max_by(|a, b| footprint(a).total_cmp(&footprint(b)))
     else {
         bail!("the spec has no apps");
     };
-    let app_kb = ((largest.anon_mb + largest.file_mb) * 1024.0).ceil() as i64;
+    let app_kb = (footprint(largest) * 1024.0).ceil() as i64;
     if mem_available_kb < RUNTIME_RESERVE_KB + app_kb {
         bail!(
             "MemAvailable is {mem_available_kb} kB but the runtime needs {RUNTIME_RESERVE_KB} kB plus \

@@ -91,8 +91,9 @@ pub struct Scheme {
     /// Ice+'s lmkd rule; off if absent. `run` only.
     #[serde(default)]
     pub ice: Option<Ice>,
-    /// SWAM's swap-file daemon (workload/swam.rs) and EOOM kill order
-    /// (lmkd/eoom.rs); off if absent. `run` only.
+    /// SWAM's swap-file daemon (workload/swam.rs), EOOM kill order
+    /// (lmkd/eoom.rs) and OOM cleaner (lmkd/cleaner.rs); off if absent.
+    /// `run` only.
     #[serde(default)]
     pub swam: Option<Swam>,
 }
@@ -100,7 +101,8 @@ pub struct Scheme {
 /// SWAM (MobiCom'23): zram is the fast tier of swap and flash the slow
 /// one, whose size a swap-file daemon adjusts to memory pressure (Adaptive
 /// Swap), and lmkd kills the app cheapest to relaunch first (EOOM Killer).
-/// Its OOM Cleaner is the kernel's working-set protection, set by knobs.
+/// Its OOM Cleaner is the kernel's working-set protection, set by knobs,
+/// and the paper's swap-clean in lmkd (`cleaner`).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Swam {
@@ -112,7 +114,22 @@ pub struct Swam {
     /// their app's relaunch cost; absent: lmkd's usual order.
     #[serde(default)]
     pub eoom: Option<Eoom>,
+    /// Before a kill for low swap, lmkd swap-cleans its candidates
+    /// (MADV_SWAPCLEAN) until swap is no longer low; absent: it kills.
+    #[serde(default)]
+    pub cleaner: Option<OomCleaner>,
 }
+
+/// The OOM Cleaner's swap-clean (the paper's; its public code lacks it),
+/// lmkd/cleaner.rs: when lmkd is to kill for a reason that involves swap
+/// (low_swap_and_thrashing, low_mem_and_swap, low_mem_and_swap_util), it
+/// first drops the swapped-out pages of the apps' private file mappings
+/// (their shared objects' data, `so_mb`), candidate by candidate in its
+/// kill order, and kills only if swap is still as low as the reason said.
+/// It has no settings: the stop rule is lmkd's own threshold.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OomCleaner {}
 
 /// The swap-file daemon (adaptive-swapd's swamd.c): every `period_ms`,
 /// spare = MemFree + SwapFree + (Buffers + Cached) / 2; below `low_mb` a
@@ -687,6 +704,19 @@ pub struct AppSpec {
     /// if absent.
     #[serde(default)]
     pub frame: Option<FrameLoop>,
+    /// Its shared objects' data, MB (guest scale, <= `file_mb`; 0: none):
+    /// the first `so_mb` of its files, split among its processes as the
+    /// files are, mapped private and writable and relocated (written) at a
+    /// cold launch, the pages SWAM's swap-clean drops (workload/app.rs).
+    /// Android's `dumpsys meminfo` ".so mmap" row, Private Dirty, is a few
+    /// MB per app: an estimate to calibrate, not SWAM's figure.
+    #[serde(default)]
+    pub so_mb: f64,
+    /// CPU work to relocate one page of `so_mb` (the dynamic linker's
+    /// symbol lookup), guest µs, at a cold launch and again for each page
+    /// found swap-cleaned.
+    #[serde(default)]
+    pub so_reloc_us_per_page: f64,
 }
 
 /// A render thread in the app's first process while the app is in front:
@@ -873,9 +903,16 @@ impl Spec {
                 ("fg_churn_mb", a.fg_churn_mb),
                 ("resume_work_ms", a.resume_work_ms),
                 ("fg_growth_mb_per_s", a.fg_growth_mb_per_s),
+                ("so_mb", a.so_mb),
+                ("so_reloc_us_per_page", a.so_reloc_us_per_page),
             ] {
                 ensure!(non_negative(v), "{} must be >= 0", ctx(field));
             }
+            ensure!(
+                a.so_mb <= a.file_mb,
+                "{} must be <= file_mb: its pages are the app's files",
+                ctx("so_mb")
+            );
             ensure!(
                 (1..=MAX_LAUNCH_THREADS).contains(&a.launch_threads),
                 "{} must be 1..={MAX_LAUNCH_THREADS}",
@@ -1436,6 +1473,67 @@ mod tests {
         );
         v["scheme"]["swam"]["swapd"] = serde_json::Value::Null;
         assert!(parse_value(&v).is_ok(), "eoom alone needs no swap disk");
+    }
+
+    #[test]
+    fn swam_cleaner_is_an_empty_table_or_absent() {
+        let mut v = fixture_value();
+        v["scheme"]["swam"] = swam();
+        assert!(parse_value(&v)
+            .unwrap()
+            .scheme
+            .swam
+            .unwrap()
+            .cleaner
+            .is_none());
+        v["scheme"]["swam"]["cleaner"] = serde_json::json!({});
+        let s = parse_value(&v).unwrap().scheme.swam.unwrap();
+        assert!(s.cleaner.is_some() && s.eoom.is_some());
+        v["scheme"]["swam"] = serde_json::json!({"cleaner": {}});
+        let s = parse_value(&v).unwrap().scheme.swam.unwrap();
+        assert!(s.cleaner.is_some() && s.swapd.is_none() && s.eoom.is_none());
+        v["scheme"]["swam"]["cleaner"] = serde_json::Value::Null;
+        assert!(parse_value(&v)
+            .unwrap()
+            .scheme
+            .swam
+            .unwrap()
+            .cleaner
+            .is_none());
+        v["scheme"]["swam"]["cleaner"] = serde_json::json!({"min_free_swap_percent": 20});
+        let err = format!("{:#}", parse_value(&v).unwrap_err());
+        assert!(
+            err.contains("unknown field `min_free_swap_percent`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn so_pages_are_optional_and_within_the_files() {
+        let spec = Spec::parse(FIXTURE).unwrap();
+        assert!(spec
+            .apps
+            .iter()
+            .all(|a| a.so_mb == 0.0 && a.so_reloc_us_per_page == 0.0));
+        let mut v = fixture_value();
+        v["apps"][0]["so_mb"] = 4.0.into(); // chrome: file_mb 20
+        v["apps"][0]["so_reloc_us_per_page"] = 50.0.into();
+        let chrome = parse_value(&v).unwrap().apps[0].clone();
+        assert_eq!((chrome.so_mb, chrome.so_reloc_us_per_page), (4.0, 50.0));
+        for (field, value, needle) in [
+            ("so_mb", -1.0, "app chrome: so_mb must be >= 0"),
+            ("so_mb", 20.5, "app chrome: so_mb must be <= file_mb"),
+            (
+                "so_reloc_us_per_page",
+                -0.5,
+                "app chrome: so_reloc_us_per_page must be >= 0",
+            ),
+        ] {
+            let mut bad = v.clone();
+            bad["apps"][0][field] = value.into();
+            let err = format!("{:#}", parse_value(&bad).unwrap_err());
+            assert!(err.contains(needle), "{field}: {err}");
+        }
     }
 
     #[test]

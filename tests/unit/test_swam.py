@@ -1,7 +1,8 @@
 """SWAM: the zram+flash profile medium, the schemes' `[swap] tiers` and
-`[swam]` tables from file to spec.json and knobs, and the analysis and
-report of what the guest writes for them (swam_* events, kills with
-EOOM's launch costs, both tiers' writes)."""
+`[swam]` tables from file to spec.json and knobs, the apps' shared
+objects' data (`so_mb`) that the OOM cleaner swap-cleans, and the analysis
+and report of what the guest writes for them (swam_* events, kills with
+EOOM's launch costs, both tiers' writes, swap-clean and its cost)."""
 
 import json
 import shutil
@@ -15,8 +16,15 @@ from fakerun import kill, switch, write_campaign, write_run
 from fakespec import build_spec
 from pmr_testbed import paths, schema, tomlfile
 from pmr_testbed.analysis.metrics import load_run
-from pmr_testbed.analysis.swam import eoom_figures, relaunch_cost_ms, relaunches, swapd_figures
-from pmr_testbed.config import paper, profiles, schemes
+from pmr_testbed.analysis.swam import (
+    cleaner_figures,
+    eoom_figures,
+    relaunch_cost_ms,
+    relaunches,
+    swapd_figures,
+)
+from pmr_testbed.config import paper, profiles, scenarios, schemes
+from pmr_testbed.config import spec as spec_json
 from pmr_testbed.errors import UserError
 from pmr_testbed.report.campaign_report import disk_share_lines, write_report
 from pmr_testbed.report.summary import swam_pairs, validate_summary, write_summary
@@ -25,6 +33,7 @@ from pmr_testbed.workflows import reliability
 ROOT = Path(__file__).resolve().parents[2]
 SWAPD = {"period_ms": 1000.0, "chunk_mb": 21.3, "max_files": 23, "low_mb": 85.4, "high_mb": 128.0}
 EOOM = {"launch_adj_max": 100}
+CLEANER: dict = {}  # [swam.cleaner] has no settings
 # [swam.wsp] at pixel6pro-swam's scale (0.1667): 150 MB -> 25,605 kB
 FLOORS = [
     {"path": "/proc/sys/vm/clean_low_kbytes", "value": "25605"},
@@ -200,11 +209,12 @@ def test_swam_loads_in_phone_mb_and_scales_into_spec_and_knobs():
         },
         "eoom": EOOM,
         "wsp": {"clean_low_mb": 150.0, "clean_min_mb": 0.0, "anon_min_mb": 0.0},
+        "cleaner": CLEANER,
     }
     assert loaded.knobs == [LRU]  # the floors need the profile's scale
     built = _build("swam")
     # guest MB: 128, 512 and 768 phone MB x 0.1667, to a tenth
-    assert built["scheme"]["swam"] == {"swapd": SWAPD, "eoom": EOOM}
+    assert built["scheme"]["swam"] == {"swapd": SWAPD, "eoom": EOOM, "cleaner": CLEANER}
     assert built["scheme"]["knobs"] == [LRU, *FLOORS]
     assert built["swap"] == {"serial": "pmrswap", "zram_mb": 170, "disk": True}
     assert schema.problems("spec", built) == []
@@ -212,7 +222,7 @@ def test_swam_loads_in_phone_mb_and_scales_into_spec_and_knobs():
 
 def test_swam_combines_with_pmr():
     built = _build("swam+pmr")
-    assert built["scheme"]["swam"] == {"swapd": SWAPD, "eoom": EOOM}
+    assert built["scheme"]["swam"] == {"swapd": SWAPD, "eoom": EOOM, "cleaner": CLEANER}
     knobs = {k["path"]: k["value"] for k in built["scheme"]["knobs"]}
     assert knobs[schemes.PMR_ENABLED] == "2" and knobs["/proc/sys/vm/clean_low_kbytes"] == "25605"
     assert built["scheme"]["kthreads"][0]["comm"] == "kswapd"  # pmr's
@@ -291,6 +301,11 @@ SWAPD_TABLE = (
             SWAPD_TABLE.replace("chunk_mb = 128.0", "chunk_mb = 0.2"),
             r"at profile pixel6pro-swam's scale \(0.1667\) chunk_mb is 0 guest MB",
         ),
+        (
+            "[swam.cleaner]\nmin_free_swap_percent = 20\n",
+            r"\[swam.cleaner\]: `min_free_swap_percent` is not a setting of \[swam.cleaner\]",
+        ),
+        ("[swam]\ncleaner = true\n", r"\[swam.cleaner\]: must be a table"),
     ],
 )
 def test_swam_tables_are_checked_in_one_line(tmp_path, monkeypatch, table, error):
@@ -307,8 +322,14 @@ def test_a_swam_with_one_part_writes_only_it(tmp_path, monkeypatch):
         eoom='name = "eoom"\n[swam.eoom]\nlaunch_adj_max = 300\n',
         floors='name = "floors"\n[swam.wsp]\nclean_low_mb = 0.0\nclean_min_mb = 60.0\n'
         "anon_min_mb = 30.0\n",
+        cleaner='name = "cleaner"\n[swam.cleaner]\n',
     )
     assert _build("eoom")["scheme"]["swam"] == {"eoom": {"launch_adj_max": 300}}
+    cleaner = _build("cleaner")
+    assert cleaner["scheme"]["swam"] == {"cleaner": {}}  # the empty table is on
+    assert cleaner["scheme"]["knobs"] == [] and schema.problems("spec", cleaner) == []
+    # combined with pmr, on a flash profile: no swap disk needed
+    assert _build("cleaner+pmr", profile="pixel6pro")["scheme"]["swam"] == {"cleaner": {}}
     floors = _build("floors")
     assert "swam" not in floors["scheme"]  # the floors are knobs alone
     assert floors["scheme"]["knobs"] == [
@@ -322,14 +343,16 @@ def test_the_reliability_check_refuses_the_daemon_eoom_and_zram_alone(tmp_path, 
     def plan(scheme: str, profile: str = "pixel6pro"):
         return reliability.plan(reliability.ReliabilityRequest(profile, scheme, tmp_path / "o"))
 
-    for name in ("swam", "swam+pmr"):
+    _scheme_dir(
+        tmp_path, monkeypatch, cleaner='name = "cleaner"\n[swam.cleaner]\n', floors=FLOORS_SCHEME
+    )
+    for name in ("swam", "swam+pmr", "cleaner"):
         with pytest.raises(UserError, match=r"has \[swam.swapd\] or \[swam.eoom\]") as raised:
             plan(name)
-        assert "\n" not in str(raised.value)
+        assert "\n" not in str(raised.value) and "[swam.cleaner]" in str(raised.value)
     with pytest.raises(UserError, match="swaps to zram alone: the reliability check needs"):
         plan("zram-only", "pixel6pro-swam")
     # the floors alone are knobs, which it writes as any scheme's
-    _scheme_dir(tmp_path, monkeypatch, floors=FLOORS_SCHEME)
     try:
         plan("floors")
     except UserError as e:  # a host without stress-ng or KVM stops it later
@@ -340,6 +363,68 @@ def test_the_thorough_evaluation_leaves_the_zram_flash_schemes_out():
     found = paper.discover_schemes()
     assert not {"swam", "zram-only", "flash-only"} & set(found)
     assert "ice" in found and "skew" in found
+
+
+# ---- the apps' shared objects' data (so_mb) --------------------------------------------
+
+SO_LINES = "so_mb = 4\nso_reloc_us_per_page = 30.0\n"
+
+
+def _so_scenario(tmp_path, lines: str = SO_LINES) -> scenarios.Scenario:
+    """smoke with `lines` in chrome's table."""
+    text = (paths.SCENARIOS_DIR / "smoke.toml").read_text()
+    anchor = 'name = "chrome"\n'
+    assert anchor in text
+    f = tmp_path / "so.toml"
+    f.write_text(text.replace(anchor, anchor + lines, 1))
+    return scenarios.parse(tomlfile.load(f, "scenario"), f)
+
+
+def test_so_pages_are_off_unless_an_app_has_them(tmp_path):
+    smoke = scenarios.load("smoke")
+    assert all(a.so_mb == 0 and a.so_reloc_us_per_page == 0 for a in smoke.apps)
+    # spec.json is as it was without them, the cleaner's scheme too
+    for scheme in ("swam", "original"):
+        assert not any("so_mb" in a or "so_reloc_us_per_page" in a for a in _build(scheme)["apps"])
+    s = _so_scenario(tmp_path)
+    chrome = next(a for a in s.apps if a.name == "chrome")
+    assert (chrome.so_mb, chrome.so_reloc_us_per_page) == (4, 30.0)
+    assert all(a.so_mb == 0 for a in s.apps if a.name != "chrome")
+
+
+def test_so_pages_scale_into_spec_json(tmp_path):
+    prof = profiles.load("pixel6pro-swam")
+    built = spec_json.build(
+        run_id="r",
+        out_dir=paths.RESULTS_DIR,
+        seed=1,
+        scenario=_so_scenario(tmp_path),
+        profile=prof,
+        scheme=schemes.resolve("swam", prof),
+        work_iters_per_ms=1.0,
+    )
+    apps = {a["name"]: a for a in built["apps"]}
+    # MB scaled to the hundredth, not to whole MB; µs of CPU work as given
+    assert apps["chrome"]["so_mb"] == round(4 * prof.scale, 2) == 0.67
+    assert apps["chrome"]["so_reloc_us_per_page"] == 30.0
+    assert "so_mb" not in apps["youtube"]
+    assert schema.problems("spec", built) == []
+    assert spec_json.footprint_mb(built) > spec_json.footprint_mb(_build("swam"))
+
+
+@pytest.mark.parametrize(
+    ("lines", "error"),
+    [
+        ("so_mb = -1\n", "`so_mb` must be >= 0"),
+        ("so_mb = 121\n", r"`so_mb` \(121\) must be <= file_mb \(120\)"),
+        ("so_mb = 4\nso_reloc_us_per_page = -2\n", "`so_reloc_us_per_page` must be >= 0"),
+        ('so_mb = "4"\n', "`so_mb` has the wrong type"),
+    ],
+)
+def test_so_levers_are_checked_in_one_line(tmp_path, lines, error):
+    with pytest.raises(UserError, match=error) as raised:
+        _so_scenario(tmp_path, lines)
+    assert "\n" not in str(raised.value) and "(chrome)" in str(raised.value)
 
 
 # ---- the analysis ----------------------------------------------------------------------
@@ -406,6 +491,63 @@ def test_the_daemons_files_and_the_flash_tiers_size():
     assert swapd_figures([], 21.3)["add_ms_mean"] is None
 
 
+def _clean(t_ms, app, pages, relieved, ms=2.0):
+    return {
+        "t_ms": t_ms,
+        "type": "swam_clean",
+        "app": app,
+        "pid": 40 + t_ms % 10,
+        "pages": pages,
+        "swap_free_kb_after": 80000,
+        "ms": ms,
+        "relieved": relieved,
+    }
+
+
+def _so_cost(regenerated: int, so_ms: float) -> dict:
+    return {"heap_ms": 20.0, "files_ms": 5.0, "so_ms": so_ms, "so_regenerated": regenerated,
+            "wall_ms": 40.0}  # fmt: skip
+
+
+def test_cleaner_figures_count_cleans_pages_avoided_kills_and_regenerations():
+    events = [
+        _clean(1000, "whatsapp", 300, False, ms=1.0),
+        _clean(1001, "firefox", 500, True, ms=3.0),  # swap relieved: no kill
+        _clean(5000, "whatsapp", 0, False, ms=2.0),
+        kill("whatsapp", "low_mem_and_swap", t_ms=5002),
+        switch("firefox", "hot", 300.0, t_ms=6000) | {"cost": _so_cost(120, 30.0)},
+        switch("chrome", "hot", 100.0, t_ms=7000) | {"cost": _so_cost(0, 10.0)},
+        _launch("spotify", "hot", 8000, _so_cost(5, 2.0)),
+        # a cold launch relocates everything: not a regeneration
+        switch("whatsapp", "cold", 900.0, t_ms=9000) | {"cost": _cost(10, 20) | {"so_ms": 80.0}},
+        switch("youtube", "hot", 100.0, t_ms=9500),  # no SO data: no cost
+    ]
+    assert cleaner_figures(events) == {
+        "cleans": 3,
+        "pages": 800,
+        "kills_avoided": 1,
+        "clean_ms_mean": 2.0,
+        "so_regenerated": 125,
+        "so_ms_mean": pytest.approx(14.0),
+    }
+    assert cleaner_figures([]) == {
+        "cleans": 0,
+        "pages": 0,
+        "kills_avoided": 0,
+        "clean_ms_mean": None,
+        "so_regenerated": 0,
+        "so_ms_mean": None,
+    }
+
+
+def test_the_relaunch_cost_counts_the_relocation_where_measured():
+    launches = [
+        switch("chrome", "cold", 900.0) | {"cost": _cost(100, 200) | {"so_ms": 60.0}},
+        switch("youtube", "cold", 900.0) | {"cost": _cost(40, 60)},
+    ]
+    assert relaunch_cost_ms(launches) == pytest.approx((360 + 100) / 2)
+
+
 def test_eoom_figures_weigh_the_victims_with_a_known_cost():
     kills = [
         kill("a", "low_mem_and_swap") | {"launch_adj": 100, "relaunch_ms": 120.0},
@@ -452,6 +594,7 @@ def _swam_run(run_dir: Path, scheme: str, rep: int, profile: str = "pixel6pro-sw
             _swapfile(5000, "add", 2, 50.0),
             _swapfile(15000, "remove", 1, 800.0),
             {"t_ms": 19000, "type": "swam_end", "files": 1, "max_files_used": 2},
+            _clean(9990, "bg0", 256, True),  # swap-clean spared a kill
         ]
     samples = list(range(0, 20001, 1000))
     write_run(
@@ -478,10 +621,18 @@ def test_a_run_gives_both_tiers_writes_and_swams_parts(tmp_path):
     assert swam["swapd"]["tier_peak_mb"] == pytest.approx(42.6)  # 2 files of 21.3 MB
     assert swam["eoom"] == {"kills_costed": 1, "victim_relaunch_ms": 60.0, "launch_adj_mean": 100}
     assert swam["wsp_kb"] == {"clean_low": 25605, "clean_min": 0, "anon_min": 0}
+    assert swam["cleaner"] == {
+        "cleans": 1,
+        "pages": 256,
+        "kills_avoided": 1,
+        "clean_ms_mean": 2.0,
+        "so_regenerated": 0,
+        "so_ms_mean": None,
+    }
     # a baseline has the common figures only; no zram tier, no zram writes
     flash = load_run(_swam_run(tmp_path / "flash-only-r1", "flash-only", 1)).swam
     assert flash["zram_write_mb"] is None and flash["flash_write_mb"] == pytest.approx(300.0)
-    assert not {"swapd", "eoom", "wsp_kb"} & set(flash)
+    assert not {"swapd", "eoom", "wsp_kb", "cleaner"} & set(flash)
     zram = load_run(_swam_run(tmp_path / "zram-only-r1", "zram-only", 1))
     assert zram.swam["zram_write_mb"] == pytest.approx(300.0)
     assert zram.swap_medium == "zram"
@@ -554,6 +705,8 @@ def test_summary_and_report_compare_swam_with_the_paper(tmp_path):
     parts = [ln for ln in section.splitlines() if ln.startswith("| swam | ")]
     assert len(parts) == 2  # its figures and its parts; the baselines ran none
     assert "25,605" in parts[1] and "LMKD kills by reason" in section
+    assert "| swap-clean: processes | pages dropped | kills avoided |" in section
+    assert s["schemes"]["swam"]["swam"]["cleaner"]["kills_avoided"] == 1
 
 
 def test_a_swam_campaign_on_a_flash_profile_compares_with_original(tmp_path):

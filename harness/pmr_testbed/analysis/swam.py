@@ -1,8 +1,8 @@
 """What SWAM's paper measures (Lim et al., MobiCom'23: kills, launch time,
 response time) in one run, with what its parts did: the swap daemon's
-files (Adaptive Swap's flash tier), the EOOM killer's launch costs, and
-the writes to each swap tier, from events.jsonl, vmstat.csv, diskstat.csv
-and spec.json.
+files (Adaptive Swap's flash tier), the EOOM killer's launch costs, the
+OOM Cleaner's swap-clean, and the writes to each swap tier, from
+events.jsonl, vmstat.csv, diskstat.csv and spec.json.
 
 SWAM's headlines compare it with stock Android on zram alone and on flash
 swap alone; on a zram+flash profile (profiles.py) the schemes zram-only
@@ -12,9 +12,11 @@ run with spec.json):
 
 - `relaunches`: the cold launches (`switch` and `launch` events) of an
   app lmkd had killed since its previous launch; `relaunch_cost_ms` the
-  mean `files_ms` + `init_ms` of those that measured both (the reading of
-  the app's files and its init work: what EOOM ranks apps by), None
-  without one. The kills themselves are metrics.py's `kills` (lmkd's).
+  mean `files_ms` + `init_ms` (+ `so_ms`, the relocation of an app's
+  shared objects' data, where measured) of those that measured both (the
+  reading of the app's files and its init work: what EOOM ranks apps
+  by), None without one. The kills themselves are metrics.py's `kills`
+  (lmkd's).
 - `launch_ms`: the cold switches' response times (an app launched with no
   process: its first launch or a relaunch after a kill), median and p90;
   `response_ms`: every switch's, median and p90 (linear interpolation;
@@ -41,6 +43,17 @@ run with spec.json):
 - `wsp_kb`: the OOM Cleaner's floors the scheme wrote (its knobs
   /proc/sys/vm/{clean_low,clean_min,anon_min}_kbytes, guest kB), absent
   without them.
+- `cleaner` (spec.json `scheme.swam.cleaner`, or `swam_clean` events):
+  the OOM Cleaner's swap-clean in lmkd. `cleans`, the processes it
+  swap-cleaned (one `swam_clean` event each); `pages`, the pages the
+  kernel dropped from swap (the events' `pages`, vmstat swap_clean);
+  `kills_avoided`, the kills it made unnecessary (events with `relieved`:
+  swap back above lmkd's threshold, no kill); `clean_ms_mean`, the mean
+  time of one process's clean (None without one); `so_regenerated`, the
+  pages the apps found swap-cleaned and relocated again at hot launches
+  (the launches' `cost.so_regenerated`), and `so_ms_mean` the mean time
+  those launches spent on their shared objects' data (`cost.so_ms`, None
+  without it): what the cleaning cost the apps.
 
 `swam_figures` is None for a run without spec.json (a run directory
 written by hand).
@@ -61,6 +74,7 @@ MB = 2**20
 LAUNCH_EVENTS = ("switch", "launch")
 SWAPFILE_EVENT = "swam_swapfile"
 END_EVENT = "swam_end"
+CLEAN_EVENT = "swam_clean"
 # the knobs of [swam.wsp] (schemes.py), keyed as `wsp_kb` has them
 WSP_KNOBS = {
     "/proc/sys/vm/clean_low_kbytes": "clean_low",
@@ -85,9 +99,10 @@ def relaunches(events: list[dict]) -> list[dict]:
 
 
 def relaunch_cost_ms(launches: list[dict]) -> float | None:
-    """The mean files_ms + init_ms of the launches that measured both."""
+    """The mean files_ms + init_ms (+ so_ms where measured) of the launches
+    that measured both, as EOOM counts it (runtime/src/lmkd/eoom.rs)."""
     costs = [
-        float(c["files_ms"]) + float(c["init_ms"])
+        float(c["files_ms"]) + float(c["init_ms"]) + float(c.get("so_ms", 0.0))
         for e in launches
         if "files_ms" in (c := e.get("cost") or {}) and "init_ms" in c
     ]
@@ -139,6 +154,26 @@ def eoom_figures(kills: list[dict]) -> dict:
     }
 
 
+def cleaner_figures(events: list[dict]) -> dict:
+    """What the OOM Cleaner's swap-clean did and cost (module docstring)."""
+    cleans = [e for e in events if e.get("type") == CLEAN_EVENT]
+    hot = [
+        e.get("cost") or {}
+        for e in events
+        if e.get("type") in LAUNCH_EVENTS and e.get("kind") == "hot"
+    ]
+    ms = [float(e["ms"]) for e in cleans]
+    so_ms = [float(c["so_ms"]) for c in hot if "so_ms" in c]
+    return {
+        "cleans": len(cleans),
+        "pages": sum(int(e["pages"]) for e in cleans),
+        "kills_avoided": sum(1 for e in cleans if e.get("relieved")),
+        "clean_ms_mean": statistics.fmean(ms) if ms else None,
+        "so_regenerated": sum(int(c.get("so_regenerated", 0)) for c in hot),
+        "so_ms_mean": statistics.fmean(so_ms) if so_ms else None,
+    }
+
+
 def disk_written_mb(t_bytes: tuple[np.ndarray, np.ndarray]) -> float:
     """What the swap disk wrote over the run, MB, from its (t_ms, bytes
     written) samples (metrics.swap_disk_writes)."""
@@ -184,6 +219,9 @@ def swam_figures(
         figures["swapd"] = swapd_figures(events, None if not swapd else float(swapd["chunk_mb"]))
     if scheme_swam.get("eoom") or any("launch_adj" in k for k in kills):
         figures["eoom"] = eoom_figures(kills)
+    # an empty table when on
+    if scheme_swam.get("cleaner") is not None or any(e.get("type") == CLEAN_EVENT for e in events):
+        figures["cleaner"] = cleaner_figures(events)
     floors = {
         WSP_KNOBS[k["path"]]: int(k["value"])
         for k in (spec.get("scheme") or {}).get("knobs") or []

@@ -13,6 +13,15 @@ newly allocated memory, freed a second of frames later, does `work_ms` of
 CPU work and reads `touch_mb` of its heap. `bg_touch = { period_ms, mb,
 cpu_ms }` has an app behind touch `mb` of its heap and do `cpu_ms` of CPU
 work every period (Ice §3.2: 58% of background apps run).
+
+`so_mb` (phone-scale MB, default 0: none; at most `file_mb`) is the app's
+shared objects' data: the first `so_mb` of its files, mapped private and
+writable and relocated (written) at a cold launch, for
+`so_reloc_us_per_page` (guest µs of CPU work, default 0) per page, and
+relocated again wherever the app finds a page swap-cleaned (SWAM's OOM
+cleaner, `[swam.cleaner]`). Android's `dumpsys meminfo` ".so mmap" row,
+Private Dirty, is a few MB per app: a value here is an estimate to
+calibrate, not SWAM's figure. No scenario sets it yet.
 """
 
 from __future__ import annotations
@@ -42,6 +51,8 @@ APP_KEYS = {
     "peak_anon_mb",
     "fg_growth_mb_per_s",
     "frame",
+    "so_mb",
+    "so_reloc_us_per_page",
 }
 BG_TOUCH_KEYS = {"period_ms", "mb", "cpu_ms"}
 FRAME_KEYS = {"period_ms", "work_ms", "touch_mb", "alloc_kb"}
@@ -87,6 +98,16 @@ class App:
     fg_growth_mb_per_s: float = 0.0
     # {"period_ms", "work_ms", "touch_mb"}: the frame loop while in front; None: no frames
     frame: dict | None = None
+    # shared objects' data (phone MB, <= file_mb): the first so_mb of its
+    # files mapped private and writable and relocated, which SWAM's OOM
+    # cleaner can swap-clean; 0: none. Android's `dumpsys meminfo` ".so
+    # mmap" row, Private Dirty, is a few MB per app: an estimate to
+    # calibrate, not SWAM's figure.
+    so_mb: float = 0.0
+    # CPU work to relocate one of those pages (the dynamic linker's symbol
+    # lookup), guest microseconds, at a cold launch and for each page found
+    # swap-cleaned
+    so_reloc_us_per_page: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -171,12 +192,19 @@ def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
     peak = _optional(t, "peak_anon_mb", where, None, allow_zero=False)
     if peak is not None and peak < anon_mb:
         raise UserError(f"{where}: `peak_anon_mb` ({peak}) must be >= anon_mb ({anon_mb})")
+    file_mb = positive(t, "file_mb", where, allow_zero=True)
+    so_mb = _optional(t, "so_mb", where, 0.0)
+    if so_mb > file_mb:
+        raise UserError(
+            f"{where}: `so_mb` ({so_mb}) must be <= file_mb ({file_mb}): its pages are the "
+            "app's files"
+        )
     return App(
         name=name,
         role=role,
         processes=int(positive(t, "processes", where)),
         anon_mb=anon_mb,
-        file_mb=positive(t, "file_mb", where, allow_zero=True),
+        file_mb=file_mb,
         launch_fraction=_fraction(t, "launch_fraction", where),
         working_set_fraction=_fraction(t, "working_set_fraction", where),
         init_work_ms=positive(t, "init_work_ms", where, allow_zero=True),
@@ -190,6 +218,8 @@ def _app(raw: dict, defaults: dict, role: str, where: str) -> App:
         peak_anon_mb=peak,
         fg_growth_mb_per_s=_optional(t, "fg_growth_mb_per_s", where, 0.0),
         frame=frame,
+        so_mb=so_mb,
+        so_reloc_us_per_page=_optional(t, "so_reloc_us_per_page", where, 0.0),
     )
 
 

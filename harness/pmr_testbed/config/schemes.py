@@ -59,7 +59,7 @@ flash-only). A scheme with `[swap]` runs only on such a profile, and the
 parts of a combination may set it only alike.
 
 `[swam]` is SWAM (Lim et al., MobiCom'23; the guest's side in
-docs/guest-interface.md, the kernel's in kernel/baselines/swam), three
+docs/guest-interface.md, the kernel's in kernel/baselines/swam), four
 optional tables, sizes in phone MB: `[swam.swapd]`, Adaptive Swap's flash
 tier as swap files on the swap disk that a daemon adds one `chunk_mb` at a
 time (at most `max_files`) while spare memory (MemFree + SwapFree +
@@ -71,8 +71,13 @@ oom_score_adj up to `launch_adj_max` the cheaper its app is to relaunch.
 `clean_low_mb`, `clean_min_mb` and `anon_min_mb` become the knobs
 /proc/sys/vm/{clean_low,clean_min,anon_min}_kbytes in guest kB, after the
 scheme's own knobs (so `swam@clean_low_kbytes=0` overrides one).
-spec.json's `scheme.swam` (swam_spec()) has `swapd` in guest MB and
-`eoom`. At most one part of a combination may have `[swam]`.
+`[swam.cleaner]`, the OOM Cleaner's swap-clean (the paper's; its public
+code lacks it), an empty table: before a kill for low swap, lmkd drops
+the swapped-out pages of its candidates' shared objects' data
+(MADV_SWAPCLEAN, kernel/baselines/swam patch 2; the apps' `so_mb`) until
+swap is no longer low, and then kills nobody. spec.json's `scheme.swam`
+(swam_spec()) has `swapd` in guest MB, `eoom` and `cleaner`. At most one
+part of a combination may have `[swam]`.
 
 A part may override the value of one of its knobs, named by the end of
 the knob's path, whole components, as long as it names one knob:
@@ -123,7 +128,7 @@ PREVIOUS_APP_ADJ = 700
 SWAP_KEYS = ("tiers",)
 SWAP_TIERS = ("zram", "flash")
 # `[swam]` and its tables (spec.json `scheme.swam`, docs/guest-interface.md)
-SWAM_KEYS = ("swapd", "eoom", "wsp")
+SWAM_KEYS = ("swapd", "eoom", "wsp", "cleaner")
 SWAPD_KEYS = ("period_ms", "chunk_mb", "max_files", "low_mb", "high_mb")
 EOOM_KEYS = ("launch_adj_max",)
 # the runtime's bound on the swap files (below the kernel's MAX_SWAPFILES,
@@ -161,8 +166,8 @@ class Scheme:
     # `[swap] tiers`: "zram" or "flash", the one tier of a zram+flash
     # profile swapped on; None: the profile's swap as it is
     tiers: str | None = None
-    # `[swam]` as checked, phone MB: {"swapd", "eoom", "wsp"}, each a table
-    # or None; None: no SWAM. swam_spec() gives spec.json's.
+    # `[swam]` as checked, phone MB: {"swapd", "eoom", "wsp", "cleaner"},
+    # each a table or None; None: no SWAM. swam_spec() gives spec.json's.
     swam: dict | None = None
 
 
@@ -379,7 +384,7 @@ def _swam(table: object, scheme_where: str) -> dict:
     for key, value in table.items():
         if not isinstance(value, dict):
             raise UserError(f"{scheme_where} [swam.{key}]: must be a table")
-    checks = {"swapd": _swapd, "eoom": _eoom, "wsp": _wsp}
+    checks = {"swapd": _swapd, "eoom": _eoom, "wsp": _wsp, "cleaner": _cleaner}
     return {
         key: None if key not in table else check(table[key], f"{scheme_where} [swam.{key}]")
         for key, check in checks.items()
@@ -417,6 +422,17 @@ def _eoom(table: dict, where: str) -> dict:
     if not 1 <= adj <= MAX_LAUNCH_ADJ:
         raise UserError(f"{where}: launch_adj_max must be 1..{MAX_LAUNCH_ADJ}, got {adj}")
     return {"launch_adj_max": adj}
+
+
+def _cleaner(table: dict, where: str) -> dict:
+    """`[swam.cleaner]`, checked, as spec.json takes it: an empty table (the
+    cleaner stops at lmkd's own swap thresholds)."""
+    if table:
+        raise UserError(
+            f"{where}: `{sorted(table)[0]}` is not a setting of [swam.cleaner] (it has none: "
+            "lmkd swap-cleans until swap is above its own swap_free_low_percentage)"
+        )
+    return {}
 
 
 def _wsp(table: dict, where: str) -> dict:
@@ -462,14 +478,16 @@ def guest_swapd(swapd: dict, profile: Profile, where: str) -> dict:
 
 
 def swam_spec(scheme: Scheme, profile: Profile) -> dict | None:
-    """spec.json's `scheme.swam`: `swapd` in guest MB and `eoom`, each where
-    the scheme has it; None without either ([swam.wsp] is knobs)."""
+    """spec.json's `scheme.swam`: `swapd` in guest MB, `eoom` and `cleaner`,
+    each where the scheme has it; None without any ([swam.wsp] is knobs)."""
     swam = scheme.swam or {}
     spec = {}
     if swam.get("swapd"):
         spec["swapd"] = guest_swapd(swam["swapd"], profile, f"scheme {scheme.name} [swam.swapd]")
     if swam.get("eoom"):
         spec["eoom"] = dict(swam["eoom"])
+    if swam.get("cleaner") is not None:  # an empty table
+        spec["cleaner"] = dict(swam["cleaner"])
     return spec or None
 
 

@@ -40,11 +40,12 @@ RECLAIM_THREADS = ["kswapd", "kshrinkd", "pmr_unmap"]
 
 
 def app_spec(app: App, profile: Profile) -> dict:
+    file_mb = profile.scale_mb(app.file_mb) if app.file_mb else 0
     return {
         "name": app.name,
         "processes": app.processes,
         "anon_mb": profile.scale_mb(app.anon_mb),
-        "file_mb": profile.scale_mb(app.file_mb) if app.file_mb else 0,
+        "file_mb": file_mb,
         "launch_fraction": app.launch_fraction,
         "working_set_fraction": app.working_set_fraction,
         "init_work_ms": app.init_work_ms,
@@ -59,6 +60,18 @@ def app_spec(app: App, profile: Profile) -> dict:
         "fg_growth_mb_per_s": round(app.fg_growth_mb_per_s * profile.scale, 3),
         # the frame loop while in front (Ice); absent for an app that draws none
         **({"frame": frame_spec(app.frame, profile)} if app.frame else {}),
+        # shared objects' data (SWAM's swap-clean); absent for an app with none
+        **(so_spec(app, profile, file_mb) if app.so_mb else {}),
+    }
+
+
+def so_spec(app: App, profile: Profile, guest_file_mb: int) -> dict:
+    """The runtime's `so_mb` and `so_reloc_us_per_page`: the MB scaled but
+    not rounded to whole MB (a few MB per app), never past the app's files
+    in the guest; the relocation's CPU work in guest µs (not scaled)."""
+    return {
+        "so_mb": min(round(app.so_mb * profile.scale, 2), guest_file_mb),
+        "so_reloc_us_per_page": float(app.so_reloc_us_per_page),
     }
 
 
@@ -113,8 +126,9 @@ def memory_settings(profile: Profile) -> dict:
 
 def footprint_mb(spec: dict) -> int:
     """Guest MB the scenario's apps and their zygote would use if nothing
-    were reclaimed."""
-    apps = sum(a["anon_mb"] + a["file_mb"] for a in spec["apps"])
+    were reclaimed (an app's shared objects' data is a copy of part of its
+    files)."""
+    apps = sum(a["anon_mb"] + a["file_mb"] + a.get("so_mb", 0) for a in spec["apps"])
     return apps + spec["zygote"]["shared_mb"]
 
 

@@ -1376,6 +1376,11 @@ SWAM_PART_COLUMNS = [
     ("swam.wsp_kb.clean_low", "clean_low kB"),
     ("swam.wsp_kb.clean_min", "clean_min kB"),
     ("swam.wsp_kb.anon_min", "anon_min kB"),
+    ("swam.cleaner.cleans", "swap-clean: processes"),
+    ("swam.cleaner.pages", "pages dropped"),
+    ("swam.cleaner.kills_avoided", "kills avoided"),
+    ("swam.cleaner.so_regenerated", "pages relocated again"),
+    ("swam.cleaner.so_ms_mean", "hot launch SO ms"),
 ]
 
 
@@ -1457,8 +1462,13 @@ def swam_lines(s: dict) -> list[str]:
             "at the end of the run, and how long an add, fallocate + swap header + swapon, and "
             "a remove, swapoff + unlink, took), the EOOM killer's victims (the kills whose "
             "app had a measured cold launch, their mean cost, and the mean launch_adj lmkd "
-            "added to their oom_score_adj), and the OOM Cleaner's floors as written "
-            "(guest kB; – where the scheme has none of a part).",
+            "added to their oom_score_adj), the OOM Cleaner's floors as written "
+            "(guest kB), and its swap-clean in lmkd (the processes it cleaned before a kill "
+            "for low swap, the pages the kernel dropped from swap, the kills it made "
+            "unnecessary by bringing swap back above lmkd's threshold, and what that cost "
+            "the apps: the pages their hot launches found cleaned and relocated again, and "
+            "the mean time those launches spent on their shared objects' data) "
+            "(– where the scheme has none of a part).",
             "",
             *parts,
             "",

@@ -416,9 +416,9 @@ def ice_comparisons(schemes: dict[str, dict], ok: dict[str, list[Run]]) -> dict 
 
 def ran_swam(entry: dict) -> bool:
     """Whether a scheme's runs ran one of SWAM's parts (its swap daemon, its
-    EOOM killer, or the OOM Cleaner's floors)."""
+    EOOM killer, or the OOM Cleaner's floors or swap-clean)."""
     swam = entry.get("swam") or {}
-    return any(swam.get(part) for part in ("swapd", "eoom", "wsp_kb"))
+    return any(swam.get(part) for part in ("swapd", "eoom", "wsp_kb", "cleaner"))
 
 
 def shows_swam(campaign_guest: dict, schemes: dict[str, dict]) -> bool:

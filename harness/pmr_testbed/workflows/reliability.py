@@ -184,11 +184,14 @@ def plan(req: ReliabilityRequest) -> Plan:
             f"scheme {scheme.name} has [ice], which freezes apps: the reliability check has "
             "no apps (under `pmrtb run` every app checks each heap page it reads)"
         )
-    if scheme.swam is not None and (scheme.swam["swapd"] or scheme.swam["eoom"]):
+    if scheme.swam is not None and (
+        scheme.swam["swapd"] or scheme.swam["eoom"] or scheme.swam["cleaner"] is not None
+    ):
         raise UserError(
-            f"scheme {scheme.name} has [swam.swapd] or [swam.eoom], which add swap files and "
-            "order lmkd's kills: the reliability check swaps on the raw disk and has no apps "
-            "(a [swam] with [swam.wsp] alone, the kernel's floors, runs)"
+            f"scheme {scheme.name} has [swam.swapd] or [swam.eoom] or [swam.cleaner], which add "
+            "swap files, order lmkd's kills and swap-clean the apps: the reliability check swaps "
+            "on the raw disk and has no apps (a [swam] with [swam.wsp] alone, the kernel's "
+            "floors, runs)"
         )
     if not STRESS_NG.exists():
         raise UserError(f"{STRESS_NG} not found: run `make setup` (or apt-get install stress-ng)")

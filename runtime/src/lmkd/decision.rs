@@ -99,15 +99,9 @@ impl Snapshot {
         kb / PAGE_KB
     }
 
-    /// lmkd's `get_free_swap`: SwapFree, but at most easily available
-    /// memory (free + inactive file) × swap_compression_ratio.
+    /// lmkd's `get_free_swap` (`free_swap_pages`).
     pub fn free_swap_pages(&self, compression_ratio: i64) -> i64 {
-        let free_swap = Self::pages(self.mem.swap_free);
-        if compression_ratio == 0 {
-            return free_swap;
-        }
-        let easy_available = Self::pages(self.mem.mem_free) + Self::pages(self.mem.inactive_file);
-        free_swap.min(easy_available * compression_ratio)
+        free_swap_pages(&self.mem, compression_ratio)
     }
 
     /// Free pages as lmkd counts them against the watermarks: less CMA.
@@ -129,17 +123,40 @@ impl Snapshot {
         }
     }
 
-    /// lmkd's `calc_swap_utilization`: swapped-out share of swappable memory.
+    /// lmkd's `calc_swap_utilization` (`swap_utilization`).
     fn swap_utilization(&self, compression_ratio: i64) -> i64 {
-        let m = &self.mem;
-        let used = Self::pages(m.swap_total) - self.free_swap_pages(compression_ratio);
-        let swappable = Self::pages(m.active_anon + m.inactive_anon + m.shmem) + used;
-        if swappable > 0 {
-            used * 100 / swappable
-        } else {
-            0
-        }
+        swap_utilization(&self.mem, compression_ratio)
     }
+}
+
+/// lmkd's `get_free_swap`: SwapFree, but at most easily available memory
+/// (free + inactive file) × swap_compression_ratio, in pages.
+pub fn free_swap_pages(mem: &MemInfo, compression_ratio: i64) -> i64 {
+    let free_swap = mem.swap_free / PAGE_KB;
+    if compression_ratio == 0 {
+        return free_swap;
+    }
+    let easy_available = mem.mem_free / PAGE_KB + mem.inactive_file / PAGE_KB;
+    free_swap.min(easy_available * compression_ratio)
+}
+
+/// lmkd's `calc_swap_utilization`: swapped-out share of swappable memory, %.
+pub fn swap_utilization(mem: &MemInfo, compression_ratio: i64) -> i64 {
+    let used = mem.swap_total / PAGE_KB - free_swap_pages(mem, compression_ratio);
+    let swappable = (mem.active_anon + mem.inactive_anon + mem.shmem) / PAGE_KB + used;
+    if swappable > 0 {
+        used * 100 / swappable
+    } else {
+        0
+    }
+}
+
+/// lmkd's `swap_is_low`: free swap (`free_swap_pages`) below
+/// `swap_free_low_percentage` of SwapTotal; never with the percentage 0.
+pub fn swap_is_low(cfg: &LmkdConfig, mem: &MemInfo) -> bool {
+    let swap_low_threshold = mem.swap_total / PAGE_KB * cfg.swap_free_low_percentage / 100;
+    cfg.swap_free_low_percentage > 0
+        && free_swap_pages(mem, cfg.swap_compression_ratio) < swap_low_threshold
 }
 
 /// What a wakeup decided to kill.
@@ -236,10 +253,7 @@ impl Decision {
             self.prev_thrash_growth = 0;
         }
 
-        let swap_low_threshold =
-            Snapshot::pages(s.mem.swap_total) * self.cfg.swap_free_low_percentage / 100;
-        let swap_is_low = self.cfg.swap_free_low_percentage > 0
-            && s.free_swap_pages(self.cfg.swap_compression_ratio) < swap_low_threshold;
+        let swap_is_low = swap_is_low(&self.cfg, &s.mem);
 
         let reclaim = if s.vm.pgscan_direct != self.init_pgscan_direct {
             self.init_pgscan_direct = s.vm.pgscan_direct;

@@ -5,10 +5,11 @@
 //! from the relaunch costs the activity manager measured.
 //!
 //! - An app's relaunch cost (`RelaunchCosts`): the mean of `files_ms +
-//!   init_ms` over its cold launches in this run, as each launch's event
-//!   logs them (its slowest process): the reading of the app's files and
-//!   its init work, where the paper counts SO-symbol lookup and XML-UI
-//!   conversion.
+//!   init_ms` (+ `so_ms` for an app with shared objects' data, `so_mb`)
+//!   over its cold launches in this run, as each launch's event logs them
+//!   (its slowest process): the reading of the app's files, the
+//!   relocation of its shared objects' data and its init work, where the
+//!   paper counts SO-symbol lookup and XML-UI conversion.
 //! - At kill time (`eoom_order`), over kill_order's candidates whose app
 //!   has a cost: launch_adj = round(launch_adj_max × (cost_max − cost) /
 //!   (cost_max − cost_min)) (the scale is ours: the paper gives none), so
@@ -60,9 +61,11 @@ impl RelaunchCosts {
 }
 
 /// What a cold launch's costs say its relaunch costs: `files_ms` +
-/// `init_ms` (launch_cost.rs), None if either is missing.
+/// `init_ms` (launch_cost.rs), None if either is missing, + `so_ms` where
+/// the app relocated shared objects' data (app.rs).
 pub fn relaunch_ms(cost: &BTreeMap<String, f64>) -> Option<f64> {
-    Some(cost.get("files_ms")? + cost.get("init_ms")?)
+    let so_ms = cost.get("so_ms").copied().unwrap_or(0.0);
+    Some(cost.get("files_ms")? + cost.get("init_ms")? + so_ms)
 }
 
 /// What lmkd needs for EOOM: the scale of launch_adj and the costs.
@@ -279,5 +282,11 @@ mod tests {
         assert_eq!(costs.mean_ms("whatsapp"), Some(10.0));
         assert_eq!(costs.mean_ms("youtube"), None);
         assert_eq!(relaunch_ms(&cost(1.5, 2.25)), Some(3.75));
+        // the relocation of shared objects' data is part of it where measured
+        let mut with_so = cost(1.5, 2.25);
+        with_so.insert("so_ms".to_string(), 4.0);
+        assert_eq!(relaunch_ms(&with_so), Some(7.75));
+        with_so.remove("init_ms");
+        assert_eq!(relaunch_ms(&with_so), None);
     }
 }

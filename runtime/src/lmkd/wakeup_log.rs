@@ -14,7 +14,8 @@
 //! of the file LRU, %, as checked against the limit; empty when idle),
 //! `reason` (the kill reason chosen, empty for none), `min_adj` (its
 //! lowest oom_score_adj to kill), and `killed_kb` (the victim's RSS; 0
-//! when no process at or above `min_adj` could be killed; empty without a
+//! when no process at or above `min_adj` could be killed, or when SWAM's
+//! OOM cleaner relieved swap instead, cleaner.rs; empty without a
 //! reason). Wakeups while a victim is still exiting read nothing and have
 //! no row.
 //!

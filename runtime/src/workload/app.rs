@@ -10,7 +10,20 @@
 //!   mismatch aborts the app with "data corruption", which fails the run.
 //! - files: its share of the app's files on the data disk, mapped
 //!   read-only; reading page `i` reads (and checks) its first word.
-//! - cold launch: map and read all its files, read and check the zygote's
+//! - shared objects' data (`so_mb`, none by default): the first
+//!   `so_mb / processes` of its files mapped a second time, private and
+//!   writable, as a .so's data is. A cold launch relocates every page: the
+//!   CPU loop for `so_reloc_us_per_page` (the dynamic linker's symbol
+//!   lookup), then the page's relocation word (`app_files::reloc_salt`)
+//!   written over its first word, which makes the page a private copy,
+//!   anonymous memory that may go to swap. Wherever the working set is
+//!   touched, the same fraction of these pages is read: a relocated page
+//!   is fine, a page that holds the file's word again was dropped from
+//!   swap by SWAM's swap-clean (MADV_SWAPCLEAN, lmkd/cleaner.rs) and is
+//!   relocated again (a hot launch counts these, `so_regenerated`), and
+//!   anything else is data corruption.
+//! - cold launch: map and read all its files, relocate its shared
+//!   objects' data, read and check the zygote's
 //!   preload and run the fixed CPU loop for `init_work_ms`, fill the first `launch_fraction` of the heap from
 //!   `launch_threads` threads at once, each a contiguous share (ART's heap,
 //!   class loading and render threads all allocate while an app starts;
@@ -20,7 +33,7 @@
 //! - hot launch: run the CPU loop for `resume_work_ms` (the activity's
 //!   resume and first frame), then touch (read, check, write back) the first
 //!   `working_set_fraction` of the start-up footprint and read that
-//!   fraction of the files.
+//!   fraction of the files and of the shared objects' data.
 //! - foreground: every `fg_period_ms`, the same touch plus rewriting
 //!   `fg_churn_mb` of the heap with new content (next generation), at a
 //!   cursor that rotates over the filled heap; once the start-up growth is
@@ -44,7 +57,7 @@ use crate::workload::app_files::{self, pages_of_mb, AppFile};
 use crate::workload::bench::cpu_work;
 use crate::workload::frames::{buffer_slots, FrameBuffers, FrameModel, Renderer};
 use crate::workload::launch_cost::CostMeter;
-use crate::workload::memory::{AnonRegion, FileMapping};
+use crate::workload::memory::{AnonRegion, FileMapping, PrivateFileMapping};
 use crate::workload::protocol::{self, Command, Costs};
 use crate::workload::ticks::{self, TickLog};
 use crate::workload::zygote::Preload;
@@ -96,12 +109,18 @@ pub struct ProcessModel {
     /// The frames it draws in front: the app's first process only.
     pub frame: Option<FrameModel>,
     pub files: Vec<AppFile>,
+    /// Pages of shared objects' data: the first of `files`, in order.
+    pub so_pages: usize,
+    /// `cpu_work` iterations to relocate one of them.
+    pub so_reloc_iters: u64,
 }
 
 impl ProcessModel {
     pub fn new(spec: &Spec, app: &AppSpec, index: u32) -> ProcessModel {
         let share = f64::from(app.processes);
         let heap_pages = pages_of_mb(app.anon_mb / share);
+        let files = app_files::process_files(app, index);
+        let file_pages: usize = files.iter().map(|f| f.pages).sum();
         ProcessModel {
             app: app.name.clone(),
             label: format!("{}[{index}]", app.name),
@@ -135,7 +154,9 @@ impl ProcessModel {
                     touch_pages: pages_of_mb(f.touch_mb),
                     alloc_pages: pages_of_mb(f.alloc_kb / 1024.0),
                 }),
-            files: app_files::process_files(app, index),
+            files,
+            so_pages: pages_of_mb(app.so_mb / share).min(file_pages),
+            so_reloc_iters: (app.so_reloc_us_per_page / 1e3 * spec.work_iters_per_ms) as u64,
         }
     }
 }
@@ -312,11 +333,129 @@ impl Files {
     }
 }
 
+/// What the first word of a page of shared objects' data tells of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SoPage {
+    /// Its relocation word: the process's own copy, as it wrote it.
+    Relocated,
+    /// The file's word: the page reads the file (not yet relocated, or its
+    /// copy was swap-cleaned).
+    File,
+    /// Anything else: data corruption.
+    Corrupt,
+}
+
+/// The state of page `page` of a file whose words are under `file_salt`,
+/// relocated under `reloc_salt`, whose first word is `found`.
+pub fn so_page(file_salt: u64, reloc_salt: u64, page: usize, found: u64) -> SoPage {
+    if found == pattern::word(reloc_salt, page, 0) {
+        SoPage::Relocated
+    } else if found == pattern::word(file_salt, page, 0) {
+        SoPage::File
+    } else {
+        SoPage::Corrupt
+    }
+}
+
+/// One file's pages of shared objects' data.
+struct SoFile {
+    map: PrivateFileMapping,
+    index: usize,
+    file_salt: u64,
+    reloc_salt: u64,
+}
+
+/// The process's shared objects' data: the first `so_pages` of its files,
+/// mapped private and writable; pages are numbered across files in order.
+struct SoPages {
+    maps: Vec<SoFile>,
+    reloc_iters: u64,
+    label: String,
+}
+
+impl SoPages {
+    /// Map the model's `so_pages` from its files in `dir` (none if 0).
+    fn map(model: &ProcessModel, dir: &Path) -> Result<SoPages> {
+        let mut left = model.so_pages;
+        let mut maps = Vec::new();
+        for f in &model.files {
+            if left == 0 {
+                break;
+            }
+            let pages = f.pages.min(left);
+            maps.push(SoFile {
+                map: PrivateFileMapping::open(&f.path(dir), pages)?,
+                index: f.index,
+                file_salt: f.salt,
+                reloc_salt: app_files::reloc_salt(&model.app, f.index),
+            });
+            left -= pages;
+        }
+        Ok(SoPages {
+            maps,
+            reloc_iters: model.so_reloc_iters,
+            label: model.label.clone(),
+        })
+    }
+
+    fn pages(&self) -> usize {
+        self.maps.iter().map(|f| f.map.pages()).sum()
+    }
+
+    /// Relocate `page` of `f`: the symbol lookup's CPU work, then the
+    /// relocation word written (a private copy of the page, if it was not).
+    fn relocate(&self, f: &SoFile, page: usize) {
+        if self.reloc_iters > 0 {
+            cpu_work(self.reloc_iters);
+        }
+        f.map
+            .first_word(page)
+            .store(pattern::word(f.reloc_salt, page, 0), Ordering::Relaxed);
+    }
+
+    /// Read the first `count` pages and relocate those that hold the
+    /// file's word: at a cold launch (`fresh`) every page must (a fresh
+    /// mapping reads the file); later a page holds its relocation, or the
+    /// file's word where swap-clean dropped its copy. The pages relocated;
+    /// any other word is data corruption.
+    fn touch(&self, mut count: usize, fresh: bool) -> Result<usize> {
+        let mut relocated = 0;
+        for f in &self.maps {
+            for page in 0..f.map.pages().min(count) {
+                let found = f.map.first_word(page).load(Ordering::Relaxed);
+                match so_page(f.file_salt, f.reloc_salt, page, found) {
+                    SoPage::Relocated if !fresh => {}
+                    SoPage::File => {
+                        self.relocate(f, page);
+                        relocated += 1;
+                    }
+                    state => {
+                        let expected = if fresh {
+                            "the file's word"
+                        } else {
+                            "its relocation or the file's word"
+                        };
+                        bail!(
+                            "data corruption: {} SO page {page} of res-{:03}.bin holds \
+                             {found:#018x}, not {expected} ({state:?})",
+                            self.label,
+                            f.index
+                        );
+                    }
+                }
+            }
+            count = count.saturating_sub(f.map.pages());
+        }
+        Ok(relocated)
+    }
+}
+
 /// A launched app process: what the command loop and the activity thread share.
 struct Process {
     model: ProcessModel,
     heap: Heap,
     files: Files,
+    so: SoPages,
     /// Bumped on every `fg`/`bg`; odd while foreground.
     mode: AtomicU64,
 }
@@ -337,9 +476,15 @@ impl Process {
             model.peak_pages
         );
         let mut meter = CostMeter::start();
-        let files = Files::map(&model, &app_files::app_dir(data_dir, &model.app))?;
+        let dir = app_files::app_dir(data_dir, &model.app);
+        let files = Files::map(&model, &dir)?;
         files.read(files.pages())?;
         meter.step("files");
+        let so = SoPages::map(&model, &dir)?;
+        if so.pages() > 0 {
+            so.touch(so.pages(), true)?;
+            meter.step("so");
+        }
         preload.check()?;
         cpu_work(model.init_iters);
         meter.step("init");
@@ -350,6 +495,7 @@ impl Process {
             model,
             heap,
             files,
+            so,
             mode: AtomicU64::new(0),
         };
         Ok((process, meter.finish()))
@@ -357,7 +503,8 @@ impl Process {
 
     fn touch_working_set(&self) -> Result<()> {
         self.touch_heap_working_set()?;
-        self.read_files_working_set()
+        self.read_files_working_set()?;
+        self.touch_so_working_set().map(drop)
     }
 
     fn touch_heap_working_set(&self) -> Result<()> {
@@ -368,6 +515,13 @@ impl Process {
     fn read_files_working_set(&self) -> Result<()> {
         self.files
             .read(fraction_of(self.files.pages(), self.model.ws_fraction))
+    }
+
+    /// Read the working set's fraction of the shared objects' data; the
+    /// pages found swap-cleaned and relocated again.
+    fn touch_so_working_set(&self) -> Result<usize> {
+        self.so
+            .touch(fraction_of(self.so.pages(), self.model.ws_fraction), false)
     }
 
     /// A hot launch: the resume work, then the working set touched; what it cost.
@@ -381,6 +535,11 @@ impl Process {
         meter.step("heap");
         self.read_files_working_set()?;
         meter.step("files");
+        if self.so.pages() > 0 {
+            let regenerated = self.touch_so_working_set()?;
+            meter.step("so");
+            meter.count("so_regenerated", regenerated as f64);
+        }
         Ok(meter.finish())
     }
 
@@ -667,6 +826,140 @@ mod tests {
         assert_eq!(ProcessModel::new(&spec, &youtube, 1).frame, None);
         let bg = first.bg_touch.unwrap();
         assert_eq!((bg.pages, bg.iters), (512, (20.0 * 123456.0) as u64));
+    }
+
+    #[test]
+    fn so_pages_are_split_like_the_files_and_costed_in_work_iterations() {
+        let spec = fixture();
+        let mut youtube = spec.app("youtube").unwrap().clone(); // 2 processes, 16 MB of files
+        youtube.so_mb = 4.0;
+        youtube.so_reloc_us_per_page = 40.0;
+        let m = ProcessModel::new(&spec, &youtube, 1);
+        assert_eq!(m.so_pages, 2 * 256);
+        assert_eq!(m.so_reloc_iters, (40.0 / 1e3 * 123456.0) as u64);
+        // never more than the process's files (two of 4 MB)
+        youtube.so_mb = 64.0;
+        assert_eq!(ProcessModel::new(&spec, &youtube, 0).so_pages, 8 * 256);
+        let plain = ProcessModel::new(&spec, spec.app("youtube").unwrap(), 0);
+        assert_eq!((plain.so_pages, plain.so_reloc_iters), (0, 0));
+    }
+
+    #[test]
+    fn an_so_page_holds_its_relocation_the_files_word_or_is_corrupt() {
+        let (file, reloc) = (11, 12);
+        let state = |found| so_page(file, reloc, 3, found);
+        assert_eq!(state(pattern::word(reloc, 3, 0)), SoPage::Relocated);
+        assert_eq!(state(pattern::word(file, 3, 0)), SoPage::File);
+        for found in [
+            0,
+            pattern::word(reloc, 4, 0),
+            pattern::word(file, 4, 0),
+            pattern::word(reloc, 3, 1),
+            pattern::word(file, 3, 1),
+        ] {
+            assert_eq!(state(found), SoPage::Corrupt, "{found:#x}");
+        }
+    }
+
+    /// Files of `pages` pages each (file `i` under salt 77 + i) in a
+    /// directory of their own, and a model of chrome[0] that maps them and
+    /// takes their first `so_pages` as its shared objects' data.
+    fn so_fixture(
+        name: &str,
+        pages: &[usize],
+        so_pages: usize,
+    ) -> (std::path::PathBuf, ProcessModel) {
+        let dir = std::env::temp_dir().join(format!("pmr-so-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let files: Vec<AppFile> = pages
+            .iter()
+            .enumerate()
+            .map(|(index, &n)| AppFile {
+                index,
+                pages: n,
+                salt: 77 + index as u64,
+            })
+            .collect();
+        for f in &files {
+            let mut data = vec![0u8; f.pages * PAGE_SIZE];
+            for (page, buf) in data.chunks_exact_mut(PAGE_SIZE).enumerate() {
+                pattern::fill_file_page(buf, f.salt, page);
+            }
+            std::fs::write(f.path(&dir), &data).unwrap();
+        }
+        let spec = fixture();
+        let mut m = ProcessModel::new(&spec, spec.app("chrome").unwrap(), 0);
+        m.files = files;
+        m.so_pages = so_pages;
+        m.so_reloc_iters = 10;
+        (dir, m)
+    }
+
+    #[test]
+    fn so_pages_span_the_first_files() {
+        let (dir, m) = so_fixture("span", &[4, 4, 4], 6);
+        let so = SoPages::map(&m, &dir).unwrap();
+        let mapped: Vec<(usize, usize)> =
+            so.maps.iter().map(|f| (f.index, f.map.pages())).collect();
+        assert_eq!(mapped, vec![(0, 4), (1, 2)]);
+        assert_eq!(so.pages(), 6);
+        assert_eq!(so.maps[1].reloc_salt, app_files::reloc_salt("chrome", 1));
+        let (none_dir, mut none) = so_fixture("none", &[4], 0);
+        assert_eq!(SoPages::map(&none, &none_dir).unwrap().pages(), 0);
+        none.files.clear();
+        none.so_pages = 3;
+        assert_eq!(
+            SoPages::map(&none, &none_dir).unwrap().pages(),
+            0,
+            "no files"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+        std::fs::remove_dir_all(none_dir).unwrap();
+    }
+
+    #[test]
+    fn swap_cleaned_so_pages_are_relocated_again_and_counted() {
+        let (dir, m) = so_fixture("clean", &[8], 6);
+        let so = SoPages::map(&m, &dir).unwrap();
+        assert_eq!(
+            so.touch(6, true).unwrap(),
+            6,
+            "a cold launch relocates every page"
+        );
+        assert_eq!(so.touch(6, false).unwrap(), 0);
+        // swap-clean drops the copies of pages 2 and 4: they read the file again
+        let f = &so.maps[0];
+        for page in [2, 4] {
+            f.map.revert(page).unwrap();
+            let found = f.map.first_word(page).load(Ordering::Relaxed);
+            assert_eq!(
+                so_page(f.file_salt, f.reloc_salt, page, found),
+                SoPage::File
+            );
+        }
+        assert_eq!(
+            so.touch(3, false).unwrap(),
+            1,
+            "the working set's pages only"
+        );
+        assert_eq!(so.touch(6, false).unwrap(), 1);
+        assert_eq!(so.touch(6, false).unwrap(), 0);
+        // relocated pages where a fresh mapping must read the file
+        let err = so.touch(1, true).unwrap_err().to_string();
+        assert!(
+            err.contains("data corruption: chrome[0] SO page 0 of res-000.bin"),
+            "{err}"
+        );
+        f.map.first_word(5).store(0, Ordering::Relaxed);
+        let err = so.touch(6, false).unwrap_err().to_string();
+        let expected =
+            "data corruption: chrome[0] SO page 5 of res-000.bin holds 0x0000000000000000";
+        assert!(err.contains(expected), "{err}");
+        // the file itself is untouched: a new mapping reads it
+        let again = SoPages::map(&m, &dir).unwrap();
+        assert_eq!(again.touch(6, true).unwrap(), 6);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

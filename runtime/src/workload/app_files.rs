@@ -5,7 +5,9 @@
 //! rounded up to a multiple of the app's process count; process `p` maps
 //! the files whose index is `p` modulo the process count, so every process
 //! maps an even share. `pmr-guest app-files` writes the files on the host,
-//! which makes the data disk of them; app processes map them.
+//! which makes the data disk of them; app processes map them (and, with
+//! `so_mb`, the first pages of their share a second time, privately, as
+//! their shared objects' data: app.rs).
 
 use crate::pattern::{self, PAGE_SIZE};
 use crate::spec::AppSpec;
@@ -55,6 +57,16 @@ pub fn app_files(app: &AppSpec) -> Vec<AppFile> {
         .collect()
 }
 
+/// The salt of the word a process writes into each page of file `index`
+/// of `app` that it maps as its shared objects' data (`so_mb`): its
+/// relocation, unlike any word of the file's (whose salts are
+/// `salt(app, 1000 + index)`) or of a heap's (`salt(app, process)`).
+pub fn reloc_salt(app: &str, index: usize) -> u64 {
+    pattern::salt(app, RELOC_SALT_BASE + index as u32)
+}
+
+const RELOC_SALT_BASE: u32 = 1 << 30;
+
 /// The files process `process` of the app maps.
 pub fn process_files(app: &AppSpec, process: u32) -> Vec<AppFile> {
     app_files(app)
@@ -92,6 +104,18 @@ mod tests {
         let p1: usize = process_files(&a, 1).iter().map(|f| f.pages).sum();
         assert_eq!(p0 + p1, 5120);
         assert!(p0.abs_diff(p1) <= 1, "{p0} vs {p1}");
+    }
+
+    #[test]
+    fn relocation_salts_are_their_own() {
+        let a = app(10.0, 1);
+        for f in app_files(&a) {
+            let reloc = reloc_salt(&a.name, f.index);
+            assert_ne!(reloc, f.salt);
+            assert_ne!(reloc, pattern::salt(&a.name, 0), "a heap's salt");
+            assert_ne!(pattern::word(reloc, 3, 0), pattern::word(f.salt, 3, 0));
+        }
+        assert_ne!(reloc_salt("chrome", 0), reloc_salt("chrome", 1));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! told apart: slow on CPU, kept from a CPU, or blocked.
 //!
 //! - the wall time of each step of the launch (`files_ms`, `init_ms`,
-//!   `heap_ms`) and in all (`wall_ms`);
+//!   `heap_ms`, and `so_ms` for an app with shared objects' data) and in
+//!   all (`wall_ms`); a hot launch's `so_regenerated`, the pages of that
+//!   data it found swap-cleaned and relocated again (app.rs);
 //! - its CPU time in user and in system mode (`user_ms`, `sys_ms`, from
 //!   getrusage(RUSAGE_THREAD): the system time holds page faults and any
 //!   direct reclaim);
@@ -78,6 +80,12 @@ impl CostMeter {
         self.costs
             .push((format!("{name}_ms"), ms(now - self.step_start)));
         self.step_start = now;
+    }
+
+    /// A figure of the launch that is not a time, e.g. `so_regenerated`,
+    /// under `name` as given.
+    pub fn count(&mut self, name: &str, value: f64) {
+        self.costs.push((name.to_string(), value));
     }
 
     pub fn finish(mut self) -> Costs {

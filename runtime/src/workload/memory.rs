@@ -1,5 +1,5 @@
-//! Memory mappings the app model touches: an anonymous heap and read-only
-//! file mappings.
+//! Memory mappings the app model touches: an anonymous heap, read-only
+//! file mappings, and private writable ones (shared objects' data).
 //!
 //! The heap is exposed as a slice of `AtomicU64` so that the app's command
 //! thread and its activity thread may touch the same pages without data
@@ -148,6 +148,94 @@ impl FileMapping {
 }
 
 impl Drop for FileMapping {
+    fn drop(&mut self) {
+        unmap(self.ptr, self.len);
+    }
+}
+
+/// The first pages of a file mapped private and writable (`MAP_PRIVATE`,
+/// `PROT_READ | PROT_WRITE`), as a shared object's data is: a page reads
+/// the file until it is written, then holds a private copy of its own,
+/// anonymous memory that goes to swap and that swap-clean
+/// (MADV_SWAPCLEAN) may drop once it is there, after which the page reads
+/// the file again. Exposed as `AtomicU64` words, as the heap is, so that
+/// the command thread and the activity thread may both touch it.
+pub struct PrivateFileMapping {
+    ptr: NonNull<libc::c_void>,
+    len: usize,
+}
+
+// The mapping is plain memory accessed through atomics only.
+unsafe impl Send for PrivateFileMapping {}
+unsafe impl Sync for PrivateFileMapping {}
+
+impl PrivateFileMapping {
+    /// Map the first `pages` pages of `path` (which must hold them).
+    pub fn open(path: &Path, pages: usize) -> Result<PrivateFileMapping> {
+        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let len = pages * crate::pattern::PAGE_SIZE;
+        let size = file.metadata()?.len() as usize;
+        if len == 0 || len > size {
+            bail!(
+                "{} has {size} bytes: cannot map {pages} pages of it",
+                path.display()
+            );
+        }
+        let ptr = map(
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE,
+            file.as_raw_fd(),
+        )
+        .with_context(|| format!("private mmap of {} failed", path.display()))?;
+        Ok(PrivateFileMapping { ptr, len })
+    }
+
+    pub fn pages(&self) -> usize {
+        self.len / crate::pattern::PAGE_SIZE
+    }
+
+    /// The first word of `page`: a load reads the page (from the file, or
+    /// its private copy, from swap if need be), a store writes its private
+    /// copy.
+    pub fn first_word(&self, page: usize) -> &AtomicU64 {
+        assert!(page < self.pages(), "page {page} outside the mapping");
+        // SAFETY: the mapping is readable and writable, page aligned and
+        // lives as long as `self`; any bit pattern is a valid AtomicU64.
+        unsafe {
+            &*self
+                .ptr
+                .as_ptr()
+                .cast::<AtomicU64>()
+                .add(page * crate::pattern::WORDS_PER_PAGE)
+        }
+    }
+
+    /// Drop `page`'s private copy (MADV_DONTNEED), so that it reads the
+    /// file again: what swap-clean does to a copy in swap, for the tests.
+    #[cfg(test)]
+    pub fn revert(&self, page: usize) -> Result<()> {
+        assert!(page < self.pages(), "page {page} outside the mapping");
+        let page_size = crate::pattern::PAGE_SIZE;
+        // SAFETY: one page-aligned page inside the mapping, which stays mapped.
+        let ret = unsafe {
+            libc::madvise(
+                self.ptr.as_ptr().cast::<u8>().add(page * page_size).cast(),
+                page_size,
+                libc::MADV_DONTNEED,
+            )
+        };
+        if ret != 0 {
+            bail!(
+                "madvise(MADV_DONTNEED): {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PrivateFileMapping {
     fn drop(&mut self) {
         unmap(self.ptr, self.len);
     }

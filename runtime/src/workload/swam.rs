@@ -3,7 +3,8 @@
 //! zram, with memory pressure by adding and removing swap files
 //! (mobile-swam/third-party, adaptive-swapd/swamd.c). SWAM's EOOM Killer
 //! is in lmkd (lmkd/eoom.rs); its OOM Cleaner is the kernel's working-set
-//! protection, set by the scheme's knobs.
+//! protection, set by the scheme's knobs, and swap-clean in lmkd
+//! (lmkd/cleaner.rs).
 //!
 //! - The swap disk is an ext4 filesystem on `SWAP_FILE_DIR` (setup.rs);
 //!   the daemon starts with no file on it.
