@@ -136,12 +136,16 @@ ice-debug: setup
 	done; exit $$rc
 
 # The SWAM baseline on the debug kernel: `smoke` under swam and swam+pmr
-# on the two-tier profile (swap files added and removed, EOOM kills,
-# working-set floors), then its two probes.
+# on the two-tier profile (working-set floors, zram above the flash),
+# `swam-smoke` on pixel5, whose pressure makes the daemon add swap files,
+# lmkd swap-clean the apps' shared objects' data and EOOM kill, then its
+# two probes.
 swam-debug: setup
 	$(PMRTB) build-kernel --flavour debug
 	$(PMRTB) run --scenario smoke --profile pixel6pro-swam --schemes swam,swam+pmr \
 		--reps 1 --flavour debug --out results/debug-swam-smoke-$(STAMP)
+	$(PMRTB) run --scenario swam-smoke --profile pixel5 --schemes swam,swam+pmr \
+		--reps 1 --flavour debug --out results/debug-swam-clean-$(STAMP)
 	$(PMRTB) probe swam-clean-floors 2 --flavour debug --out results/debug-probe-swam-clean-floors-$(STAMP)
 	$(PMRTB) probe swam-swap-clean 2 --flavour debug --out results/debug-probe-swam-swap-clean-$(STAMP)
 
