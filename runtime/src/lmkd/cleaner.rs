@@ -34,7 +34,7 @@
 
 use crate::lmkd::decision::{swap_is_low, swap_utilization, KillReason};
 use crate::spec::LmkdConfig;
-use crate::sys::proc_files::{self, MemInfo};
+use crate::sys::proc_files::{self, parse_maps_line, MemInfo};
 use crate::sys::{self, MAX_IOVECS};
 use crate::workload::activity_manager::millis;
 use crate::workload::app_files;
@@ -88,48 +88,6 @@ pub fn clean_in_order<T>(
     Ok(false)
 }
 
-/// One line of /proc/PID/maps.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Vma<'a> {
-    pub range: Range<u64>,
-    /// `rwxp`: read, write, execute, and `p` private or `s` shared.
-    pub perms: &'a str,
-    /// The file mapped, a bracketed name (`[heap]`), or empty (anonymous).
-    pub path: &'a str,
-}
-
-impl Vma<'_> {
-    fn private_writable(&self) -> bool {
-        let p = self.perms.as_bytes();
-        p.len() == 4 && p[1] == b'w' && p[3] == b'p'
-    }
-}
-
-/// A line of /proc/PID/maps: `start-end perms offset dev inode [path]`;
-/// None if it is not one.
-pub fn parse_maps_line(line: &str) -> Option<Vma<'_>> {
-    let mut rest = line;
-    let mut fields = [""; 5];
-    for field in &mut fields {
-        let trimmed = rest.trim_start();
-        let end = trimmed.find(' ').unwrap_or(trimmed.len());
-        *field = &trimmed[..end];
-        rest = &trimmed[end..];
-    }
-    let [range, perms, _offset, _dev, inode] = fields;
-    if perms.len() != 4 || inode.is_empty() {
-        return None;
-    }
-    let (start, end) = range.split_once('-')?;
-    let start = u64::from_str_radix(start, 16).ok()?;
-    let end = u64::from_str_radix(end, 16).ok()?;
-    (start < end).then_some(Vma {
-        range: start..end,
-        perms,
-        path: rest.trim(),
-    })
-}
-
 /// The ranges swap-clean may drop in a process whose app's files are in
 /// `app_dir`: its private writable mappings of files under it (its shared
 /// objects' data), in the order of `maps` (/proc/PID/maps: by address).
@@ -144,12 +102,10 @@ pub fn so_ranges(maps: &str, app_dir: &Path) -> Vec<Range<u64>> {
 /// The `swap_clean` counter of /proc/vmstat (pages dropped by
 /// MADV_SWAPCLEAN); None on a kernel without it.
 pub fn swap_clean_pages(vmstat: &str) -> Option<i64> {
-    vmstat.lines().find_map(|line| {
-        let (key, value) = line.split_once(' ')?;
-        (key == "swap_clean")
-            .then(|| value.trim().parse().ok())
-            .flatten()
-    })
+    proc_files::parse_key_values(vmstat)
+        .ok()?
+        .into_iter()
+        .find_map(|(key, pages)| (key == "swap_clean").then_some(pages))
 }
 
 /// What swap-cleaning one process did, for its `swam_clean` event.
@@ -328,33 +284,6 @@ mod tests {
             inactive_anon: 100_000,
             inactive_file: 200_000,
             cma_free: 0,
-        }
-    }
-
-    #[test]
-    fn maps_lines_are_parsed() {
-        let line =
-            "7f1000000000-7f1000400000 rw-p 00000000 fe:10 12  /tmp/pmr/data/chrome/res-000.bin";
-        assert_eq!(
-            parse_maps_line(line),
-            Some(Vma {
-                range: 0x7f10_0000_0000..0x7f10_0040_0000,
-                perms: "rw-p",
-                path: "/tmp/pmr/data/chrome/res-000.bin",
-            })
-        );
-        let anon = parse_maps_line("7f3000000000-7f3000004000 rw-p 00000000 00:00 0").unwrap();
-        assert_eq!((anon.perms, anon.path), ("rw-p", ""));
-        let heap = parse_maps_line("55d0c0a00000-55d0c0a21000 rw-p 00000000 00:00 0   [heap]");
-        assert_eq!(heap.unwrap().path, "[heap]");
-        for bad in [
-            "",
-            "zz-7f00 rw-p 00000000 00:00 0",
-            "7f0000004000-7f0000000000 rw-p 00000000 00:00 0",
-            "7f0000000000-7f0000004000 rw-p 00000000 00:00",
-            "7f0000000000-7f0000004000 rw 00000000 00:00 0",
-        ] {
-            assert_eq!(parse_maps_line(bad), None, "{bad:?}");
         }
     }
 

@@ -99,11 +99,6 @@ impl Snapshot {
         kb / PAGE_KB
     }
 
-    /// lmkd's `get_free_swap` (`free_swap_pages`).
-    pub fn free_swap_pages(&self, compression_ratio: i64) -> i64 {
-        free_swap_pages(&self.mem, compression_ratio)
-    }
-
     /// Free pages as lmkd counts them against the watermarks: less CMA.
     pub fn free_pages(&self) -> i64 {
         Self::pages(self.mem.mem_free) - Self::pages(self.mem.cma_free)
@@ -121,11 +116,6 @@ impl Snapshot {
         } else {
             Wmark::None
         }
-    }
-
-    /// lmkd's `calc_swap_utilization` (`swap_utilization`).
-    fn swap_utilization(&self, compression_ratio: i64) -> i64 {
-        swap_utilization(&self.mem, compression_ratio)
     }
 }
 
@@ -363,7 +353,7 @@ impl Decision {
             (LowMemAndSwap, spare_unless_min, false)
         } else if wmark < Wmark::High
             && self.cfg.swap_util_max < 100
-            && s.swap_utilization(self.cfg.swap_compression_ratio) > self.cfg.swap_util_max
+            && swap_utilization(&s.mem, self.cfg.swap_compression_ratio) > self.cfg.swap_util_max
         {
             (LowMemAndSwapUtil, 0, false)
         } else if wmark < Wmark::High && thrashing > self.thrashing_limit {
@@ -553,9 +543,9 @@ mod tests {
         let mut s = snapshot();
         s.mem.mem_free = free_kb_at(Wmark::Low);
         s.mem.inactive_file = 40_000;
-        assert_eq!(s.free_swap_pages(0), 100_000);
-        assert_eq!(s.free_swap_pages(1), 1500 + 10_000);
-        assert_eq!(s.free_swap_pages(2), 2 * (1500 + 10_000));
+        assert_eq!(free_swap_pages(&s.mem, 0), 100_000);
+        assert_eq!(free_swap_pages(&s.mem, 1), 1500 + 10_000);
+        assert_eq!(free_swap_pages(&s.mem, 2), 2 * (1500 + 10_000));
         let mut d = Decision::new(&config());
         s.vm.pgscan_kswapd = 1;
         let e = d.evaluate(Level::Medium, true, 0, &s);

@@ -1,6 +1,6 @@
 //! Parsers for the kernel's text files under /proc and /sys that the
 //! runtime reads: meminfo, swaps, vmstat, zoneinfo, block device stat,
-//! zram's mm_stat, and a process's stat, status and statm. Pure functions over the file text so
+//! zram's mm_stat, and a process's maps, stat, status and statm. Pure functions over the file text so
 //! they can be tested with synthetic input.
 
 use anyhow::{bail, Context, Result};
@@ -98,6 +98,49 @@ pub fn parse_swaps(text: &str) -> Result<Vec<SwapArea>> {
             })
         })
         .collect()
+}
+
+/// One line of /proc/PID/maps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapsLine<'a> {
+    pub range: std::ops::Range<u64>,
+    /// `rwxp`: read, write, execute, and `p` private or `s` shared.
+    pub perms: &'a str,
+    /// The file mapped, a bracketed name (`[heap]`), or empty (anonymous).
+    pub path: &'a str,
+}
+
+impl MapsLine<'_> {
+    /// Private (copy on write) and writable.
+    pub fn private_writable(&self) -> bool {
+        let p = self.perms.as_bytes();
+        p.len() == 4 && p[1] == b'w' && p[3] == b'p'
+    }
+}
+
+/// A line of /proc/PID/maps: `start-end perms offset dev inode [path]`;
+/// None if it is not one.
+pub fn parse_maps_line(line: &str) -> Option<MapsLine<'_>> {
+    let mut rest = line;
+    let mut fields = [""; 5];
+    for field in &mut fields {
+        let trimmed = rest.trim_start();
+        let end = trimmed.find(' ').unwrap_or(trimmed.len());
+        *field = &trimmed[..end];
+        rest = &trimmed[end..];
+    }
+    let [range, perms, _offset, _dev, inode] = fields;
+    if perms.len() != 4 || inode.is_empty() {
+        return None;
+    }
+    let (start, end) = range.split_once('-')?;
+    let start = u64::from_str_radix(start, 16).ok()?;
+    let end = u64::from_str_radix(end, 16).ok()?;
+    (start < end).then_some(MapsLine {
+        range: start..end,
+        perms,
+        path: rest.trim(),
+    })
 }
 
 /// Sum of each populated zone's watermark plus its largest lowmem
@@ -307,6 +350,33 @@ pub fn mount_point(mounts: &str, fstype: &str) -> Option<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maps_lines_are_parsed() {
+        let line =
+            "7f1000000000-7f1000400000 rw-p 00000000 fe:10 12  /tmp/pmr/data/chrome/res-000.bin";
+        assert_eq!(
+            parse_maps_line(line),
+            Some(MapsLine {
+                range: 0x7f10_0000_0000..0x7f10_0040_0000,
+                perms: "rw-p",
+                path: "/tmp/pmr/data/chrome/res-000.bin",
+            })
+        );
+        let anon = parse_maps_line("7f3000000000-7f3000004000 rw-p 00000000 00:00 0").unwrap();
+        assert_eq!((anon.perms, anon.path), ("rw-p", ""));
+        let heap = parse_maps_line("55d0c0a00000-55d0c0a21000 rw-p 00000000 00:00 0   [heap]");
+        assert_eq!(heap.unwrap().path, "[heap]");
+        for bad in [
+            "",
+            "zz-7f00 rw-p 00000000 00:00 0",
+            "7f0000004000-7f0000000000 rw-p 00000000 00:00 0",
+            "7f0000000000-7f0000004000 rw-p 00000000 00:00",
+            "7f0000000000-7f0000004000 rw 00000000 00:00 0",
+        ] {
+            assert_eq!(parse_maps_line(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn swaps_lists_each_area_with_its_use() {

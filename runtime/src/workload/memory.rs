@@ -74,21 +74,7 @@ impl AnonRegion {
         if len == 0 {
             return Ok(());
         }
-        // SAFETY: a page-aligned range inside the mapping, which stays mapped.
-        let ret = unsafe {
-            libc::madvise(
-                self.ptr.as_ptr().cast::<u8>().add(offset).cast(),
-                len,
-                libc::MADV_DONTNEED,
-            )
-        };
-        if ret != 0 {
-            bail!(
-                "madvise(MADV_DONTNEED): {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        Ok(())
+        dontneed(self.ptr, offset, len)
     }
 
     /// The region as plain words, for a single user that holds it exclusively.
@@ -217,21 +203,7 @@ impl PrivateFileMapping {
     pub fn revert(&self, page: usize) -> Result<()> {
         assert!(page < self.pages(), "page {page} outside the mapping");
         let page_size = crate::pattern::PAGE_SIZE;
-        // SAFETY: one page-aligned page inside the mapping, which stays mapped.
-        let ret = unsafe {
-            libc::madvise(
-                self.ptr.as_ptr().cast::<u8>().add(page * page_size).cast(),
-                page_size,
-                libc::MADV_DONTNEED,
-            )
-        };
-        if ret != 0 {
-            bail!(
-                "madvise(MADV_DONTNEED): {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        Ok(())
+        dontneed(self.ptr, page * page_size, page_size)
     }
 }
 
@@ -251,6 +223,26 @@ fn map(len: usize, prot: i32, flags: i32, fd: i32) -> std::io::Result<NonNull<li
         return Err(std::io::Error::last_os_error());
     }
     Ok(NonNull::new(ptr).expect("mmap never returns NULL on success"))
+}
+
+/// MADV_DONTNEED on `len` bytes at `offset` into the mapping at `ptr`; the
+/// caller checks that the range is page aligned and inside the mapping.
+fn dontneed(ptr: NonNull<libc::c_void>, offset: usize, len: usize) -> Result<()> {
+    // SAFETY: a page-aligned range inside a mapping that stays mapped.
+    let ret = unsafe {
+        libc::madvise(
+            ptr.as_ptr().cast::<u8>().add(offset).cast(),
+            len,
+            libc::MADV_DONTNEED,
+        )
+    };
+    if ret != 0 {
+        bail!(
+            "madvise(MADV_DONTNEED): {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
 }
 
 fn unmap(ptr: NonNull<libc::c_void>, len: usize) {

@@ -4,32 +4,18 @@
 //! lives. File mappings, shared memory and special mappings (`[vdso]`, ...)
 //! are left out.
 
+use crate::sys::proc_files::parse_maps_line;
 use std::ops::Range;
 
 /// The address range of the mapping a /proc/PID/maps line describes, if
 /// it is a private writable anonymous one.
 pub fn private_anon(line: &str) -> Option<Range<u64>> {
-    let mut rest = line;
-    let mut fields = [""; 5];
-    for field in &mut fields {
-        let trimmed = rest.trim_start();
-        let end = trimmed.find(' ').unwrap_or(trimmed.len());
-        *field = &trimmed[..end];
-        rest = &trimmed[end..];
-    }
-    let [range, perms, ..] = fields;
-    let pathname = rest.trim();
-    let anon = pathname.is_empty()
-        || pathname == "[heap]"
-        || pathname == "[stack]"
-        || pathname.starts_with("[anon:");
-    if !(anon && perms.contains('w') && perms.contains('p')) {
-        return None;
-    }
-    let (start, end) = range.split_once('-')?;
-    let start = u64::from_str_radix(start, 16).ok()?;
-    let end = u64::from_str_radix(end, 16).ok()?;
-    (start < end).then_some(start..end)
+    let vma = parse_maps_line(line)?;
+    let anon = vma.path.is_empty()
+        || vma.path == "[heap]"
+        || vma.path == "[stack]"
+        || vma.path.starts_with("[anon:");
+    (anon && vma.private_writable()).then_some(vma.range)
 }
 
 /// The private anonymous VMAs of `pid`, in address order.
