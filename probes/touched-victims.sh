@@ -27,9 +27,10 @@
 #    before used. How many paged-out victims step 4 leaves
 #    in the swap cache depends on when their writes complete: while
 #    memory.reclaim falls short of its ask, it frees those already
-#    written (1 to 135 of them were left in runs of this probe). So the
-#    rounds go on, at most 3, until they have paged out 128 untouched
-#    pages and left 16 victims in the swap cache. Over the rounds, passed
+#    written (1 to 135 of them were left in a round, and 2 in all in 3
+#    rounds of one run). So the rounds go on, at most MAX_ROUNDS, until
+#    they have paged out 128 untouched pages and left 16 victims in the
+#    swap cache. Over the rounds, passed
 #    when at most a tenth as many even pages as odd ones were paged out
 #    and pmr_victim_swapin counted at least half of the swap-cached
 #    victims read again: not all, as a paged-out victim that compaction
@@ -61,8 +62,9 @@ start_app 128
 read -r addr pages <"$out/app.addr"
 log "app: $pages pages at 0x$addr, cgroup anon $(memstat app anon)"
 
+MAX_ROUNDS=6
 rounds=0 even=0 odd=0 cached=0 swapin=0
-while [ "$rounds" -lt 3 ] && { [ "$odd" -lt 128 ] || [ "$cached" -lt 16 ]; }; do
+while [ "$rounds" -lt "$MAX_ROUNDS" ] && { [ "$odd" -lt 128 ] || [ "$cached" -lt 16 ]; }; do
 	rounds=$((rounds + 1))
 	log "round $rounds"
 	if [ "$rounds" -gt 1 ]; then
