@@ -21,7 +21,7 @@ def _machine(factor: float = 9.0):
             as_dict=lambda: {"flavour": "testbed", "version": "6.1", "series": "abc"}
         ),
         accel="tcg",
-        dilation=SimpleNamespace(as_dict=lambda: {"factor": factor}),
+        dilation=SimpleNamespace(as_dict=lambda: {"factor": factor}, guest_ns_per_page=320.0),
         limits={"swap_bps_write": 1, "swap_iops_write": 2},
         flash_calibration=lambda profile: {"reclaim_ceiling_mbps": 100.0},
     )

@@ -3,11 +3,13 @@
 import math
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from pmr_testbed.config import profiles, scenarios, schemes, spec
 from pmr_testbed.errors import UserError
+from pmr_testbed.workflows import campaign
 
 
 def test_pixel6pro_scales_memory_and_keeps_watermark_share():
@@ -20,6 +22,51 @@ def test_pixel6pro_scales_memory_and_keeps_watermark_share():
     gap = max(wm["min_free_kbytes"] / 4, ram_kb * wm["watermark_scale_factor"] / 10000)
     high_kb = wm["min_free_kbytes"] + 2 * gap
     assert math.isclose(high_kb / ram_kb, 39340 * 4 / (12288 * 1024), rel_tol=0.05)
+
+
+def test_the_scenarios_clock_follows_the_guests_memory_speed_where_it_says(tmp_path):
+    """With `ref_ns_per_page` the scenario's times and CPU work run at the
+    guest's ns per page over it; without, at their guest ms."""
+    app = '[[foreground]]\nname = "a"\nanon_mb = 10\n'
+    plain = _scenario(tmp_path, BASE + app)
+    ref = _scenario(tmp_path, "ref_ns_per_page = 680\n" + BASE + app)
+    assert plain.time_scale(340.0) == 1.0
+    assert ref.time_scale(340.0) == 0.5 and ref.time_scale(680.0) == 1.0
+    dil = SimpleNamespace(guest_work_iters_per_ms=400e3, guest_ns_per_page=340.0)
+    assert campaign.work_iters_per_ms(plain, dil) == 400e3
+    assert campaign.work_iters_per_ms(ref, dil) == 200e3
+    with pytest.raises(UserError, match="ref_ns_per_page"):
+        _scenario(tmp_path, "ref_ns_per_page = 0\n" + BASE + app)
+    assert scenarios.load("paper").ref_ns_per_page == 680
+
+
+def test_spec_runs_the_scenarios_times_at_the_time_scale(tmp_path):
+    """Every time of the scenario halves at time_scale 0.5 and every growth
+    rate doubles; sizes and CPU work ms stay (work_iters_per_ms scales the
+    latter)."""
+    paper = scenarios.load("paper")
+    args = dict(
+        run_id="r",
+        out_dir=tmp_path,
+        seed=1,
+        scenario=paper,
+        profile=profiles.load("pixel6pro"),
+        scheme=schemes.load("original"),
+        work_iters_per_ms=1000.0,
+    )
+    one, half = spec.build(**args), spec.build(**args, time_scale=0.5)
+    for key in ("launch_gap_ms", "settle_ms"):
+        assert half["scenario"][key] == one["scenario"][key] / 2
+    assert half["scenario"]["dwell_ms"] == [ms / 2 for ms in one["scenario"]["dwell_ms"]]
+    use, use_half = one["scenario"]["background_use"], half["scenario"]["background_use"]
+    assert use_half["dwell_ms"] == [ms / 2 for ms in use["dwell_ms"]]
+    for a, b in zip(one["apps"], half["apps"], strict=True):
+        assert b["growth_ms"] == a["growth_ms"] / 2 and b["fg_period_ms"] == a["fg_period_ms"] / 2
+        assert b["fg_growth_mb_per_s"] == pytest.approx(a["fg_growth_mb_per_s"] * 2, abs=0.002)
+        if a["bg_touch"]:
+            assert b["bg_touch"]["period_ms"] == a["bg_touch"]["period_ms"] / 2
+        assert (b["anon_mb"], b["init_work_ms"]) == (a["anon_mb"], a["init_work_ms"])
+    assert half["work_iters_per_ms"] == one["work_iters_per_ms"]
 
 
 def test_qemu_limits_scale_the_phones_flash_by_the_reclaim_ceiling():

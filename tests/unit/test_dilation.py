@@ -2,9 +2,16 @@
 median over guest boots, and the report line."""
 
 import json
+import time
+
+import pytest
 
 from pmr_testbed.guest import dilation, vm
 from pmr_testbed.report import campaign_report
+from pmr_testbed.workflows import campaign
+
+# a measurement a minute old: within MAX_AGE_S
+NOW = time.time() - 60
 
 
 def _dilation() -> dilation.Dilation:
@@ -17,6 +24,7 @@ def _dilation() -> dilation.Dilation:
         accel="tcg",
         host_fault_ns_per_page=400.0,
         guest_fault_ns_per_page=14_000.0,
+        measured_unix=NOW,
     )
 
 
@@ -127,3 +135,39 @@ def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
         "qemu": {"accel": "tcg"},
     }
     assert "the median of 3 boots: 400.0, 660.0, 420.0" in campaign_report.setup_lines(summary)[1]
+
+
+@pytest.mark.parametrize("age_s, measured", [(60, False), (dilation.MAX_AGE_S + 60, True)])
+def test_a_cached_dilation_stands_for_max_age_s(tmp_path, monkeypatch, age_s, measured):
+    """The host's memory speed moves (2x between two days here): an entry
+    older than MAX_AGE_S, or one without its time, is measured again."""
+    monkeypatch.setattr(dilation, "CACHE", tmp_path / "dilation.json")
+    monkeypatch.setattr(dilation, "_key", lambda version, accel, append: "k")
+    monkeypatch.setattr(dilation.paths, "RUNTIME_BIN", tmp_path / "pmr-guest")
+    (tmp_path / "pmr-guest").write_text("")
+    old = dict(_dilation().as_dict(), measured_unix=time.time() - age_s)
+    (tmp_path / "dilation.json").write_text(json.dumps({"entries": {"k": old}}))
+    monkeypatch.setattr(
+        dilation,
+        "_host_bench",
+        lambda: {"ns_per_page": 40.0, "work_iters_per_ms": 400e3, "fault_ns_per_page": 2500.0},
+    )
+    line = json.dumps({"ns_per_page": 320.0, "work_iters_per_ms": 370e3, "fault_ns_per_page": 9.0})
+    monkeypatch.setattr(dilation.vm, "boot", lambda *a, **k: vm.BootResult(0, line + "\n", 10.0))
+    d = dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path)
+    assert (d.guest_ns_per_page == 320.0) is measured
+    stale = dict(old)
+    del stale["measured_unix"]  # a record of an earlier version
+    (tmp_path / "dilation.json").write_text(json.dumps({"entries": {"k": stale}}))
+    assert (
+        dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path).guest_ns_per_page
+        == 320.0
+    )
+
+
+def test_a_continued_campaign_keeps_the_dilation_it_recorded(tmp_path):
+    assert campaign.recorded_dilation(tmp_path) is None
+    (tmp_path / "campaign.json").write_text(json.dumps({"dilation": _dilation().as_dict()}))
+    assert campaign.recorded_dilation(tmp_path) == _dilation()
+    (tmp_path / "campaign.json").write_text(json.dumps({"dilation": {"factor": 8.0}}))
+    assert campaign.recorded_dilation(tmp_path) is None

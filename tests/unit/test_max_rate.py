@@ -101,19 +101,18 @@ def test_ceiling_refuses_an_allocator_that_did_not_swap(tmp_path, monkeypatch):
     monkeypatch.setattr(max_rate, "_key", lambda version, accel: "k")
     monkeypatch.setattr(max_rate, "_boot", lambda *a, **k: max_rate.MaxRate(0.0, 0.0, 0.0))
     with pytest.raises(max_rate.GuestError, match="no reclaim ceiling"):
-        max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path)
+        max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path, 320.0)
     assert not (tmp_path / "cache.json").exists()
     boots = iter([40.0, 30.0, 50.0])
     monkeypatch.setattr(
         max_rate, "_boot", lambda *a, **k: max_rate.MaxRate(next(boots), 0.9, 100.0)
     )
-    got = max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path)
+    got = max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path, 320.0)
     assert got["reclaim_peak_mbps"] == 40.0 and len(got["boots"]) == 3
-    # cached: measured once per host
+    assert got["guest_ns_per_page"] == 320.0
+    # cached: measured once per host, with the memory speed it was measured at
     monkeypatch.setattr(max_rate, "_boot", lambda *a, **k: pytest.fail("measured again"))
-    assert (
-        max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path)["reclaim_peak_mbps"] == 40.0
-    )
+    assert max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path, 640.0) == got
 
 
 def _image(tmp_path, flavour):
@@ -134,9 +133,25 @@ def test_every_flavour_takes_its_flash_from_the_testbed_kernels_ceiling(tmp_path
         return max_rate.MaxRate(40.0, 0.9, 100.0)
 
     monkeypatch.setattr(max_rate, "_boot", boot)
-    measured = max_rate.ceiling(_image(tmp_path, "debug"), "tcg", tmp_path)
+    measured = max_rate.ceiling(_image(tmp_path, "debug"), "tcg", tmp_path, 320.0)
     assert built == ["testbed"] and booted == ["testbed"] * max_rate.CEILING_BOOTS
     # the testbed kernel's entry, which a debug run then finds without a build
-    assert max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path) == measured
-    assert max_rate.ceiling(_image(tmp_path, "debug"), "tcg", tmp_path) == measured
+    assert max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path, 320.0) == measured
+    assert max_rate.ceiling(_image(tmp_path, "debug"), "tcg", tmp_path, 320.0) == measured
     assert built == ["testbed"] and len(booted) == max_rate.CEILING_BOOTS
+
+
+def test_the_ceiling_follows_the_guests_memory_speed(tmp_path, monkeypatch):
+    """The flash is set from the ceiling at the campaign's memory speed: a
+    guest that touches memory twice as slowly reclaims at half the rate, and
+    an entry cached without its memory speed is measured again."""
+    entry = {"reclaim_peak_mbps": 72.0, "guest_ns_per_page": 320.0}
+    assert max_rate.ceiling_now(entry, 320.0) == 72.0
+    assert max_rate.ceiling_now(entry, 640.0) == 36.0
+    monkeypatch.setattr(max_rate, "CACHE", tmp_path / "cache.json")
+    monkeypatch.setattr(max_rate, "_key", lambda version, accel: "k")
+    old = {"reclaim_peak_mbps": 72.0, "boots": [], "allocator": {}}
+    (tmp_path / "cache.json").write_text(json.dumps({"entries": {"k": old}}))
+    monkeypatch.setattr(max_rate, "_boot", lambda *a, **k: max_rate.MaxRate(50.0, 0.9, 100.0))
+    got = max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path, 450.0)
+    assert got["reclaim_peak_mbps"] == 50.0 and got["guest_ns_per_page"] == 450.0

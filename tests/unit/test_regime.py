@@ -121,7 +121,19 @@ def test_sustained_kills_pass_when_the_second_half_keeps_killing_at_the_papers_r
     run = c["inputs"]["runs"][0]
     assert (run["first_half"], run["second_half"]) == (10, 10)
     assert c["inputs"]["median_kills_per_5min"] == pytest.approx(20.0)
-    assert "1 guest s = 1 phone s" in c["inputs"]["time_mapping"]
+    assert "1 guest s = 1 / 1 phone s" in c["inputs"]["time_mapping"]
+
+
+def test_sustained_kills_count_on_the_phones_clock():
+    """A campaign that ran the scenario's clock at 0.25 did in 300 guest s
+    what the phone does in 1,200: 120 kills there are 30 per 5 phone min,
+    in range, where on the guest's clock they would be 120."""
+    kills = [2_500.0 * i + 1_000 for i in range(120)]
+    c = regime.sustained_kills([(kills, 300_000.0)], time_scale=0.25)
+    assert c["inputs"]["median_kills_per_5min"] == pytest.approx(30.0) and c["pass"]
+    assert c["inputs"]["time_scale"] == 0.25
+    assert "1 guest s = 1 / 0.25 phone s" in c["inputs"]["time_mapping"]
+    assert not regime.sustained_kills([(kills, 300_000.0)])["pass"]
 
 
 def test_sustained_kills_fail_when_kills_stop_or_the_rate_is_off():
@@ -375,6 +387,16 @@ def test_a_campaign_directory(tmp_path, ranged_pixel6pro):
     assert warm["inputs"]["cold"] == "relaunches"
     assert warm["value"] == pytest.approx(925.0 / 300.0) and warm["pass"]
     assert [r["value"] for r in result["reported"]] == [None, None]
+    # the guest's speeds that day, without a CPU work scale in this campaign
+    assert result["host"] == {
+        "guest_ns_per_page": 40.0,
+        "guest_fault_ns_per_page": None,
+        "guest_work_iters_per_ms": None,
+        "time_scale": None,
+    }
+    assert "touched memory at 40 ns per page (dilation.py)" in "\n".join(
+        regime.markdown_lines(result)
+    )
     path = regime.write_regime(d)
     assert path == d / "regime.json"
     assert json.loads(path.read_text()) == json.loads(json.dumps(result))
@@ -552,3 +574,32 @@ def test_a_failing_check_shows_as_failed():
     lines = regime.markdown_lines(result)
     row = next(ln for ln in lines if ln.startswith("| sustained_kills"))
     assert "❌ fail" in row and "0.00 (0.00 kills / 5 min" in row
+
+
+def test_host_speeds_come_from_the_dilation_and_the_time_scale():
+    campaign = {
+        "dilation": {
+            "guest_ns_per_page": 340.0,
+            "guest_fault_ns_per_page": 27_000.0,
+            "guest_work_iters_per_ms": 360e3,
+        },
+        "time_scale": 0.5,
+    }
+    host = regime.host_speeds(campaign)
+    assert host == {
+        "guest_ns_per_page": 340.0,
+        "guest_fault_ns_per_page": 27_000.0,
+        "guest_work_iters_per_ms": 360e3,
+        "time_scale": 0.5,
+    }
+    assert regime.host_speeds({"dilation": {"factor": 8.0}}) is None
+    line = regime.markdown_lines(
+        {
+            "source": {"main": {"original_reps": [1]}},
+            "profile": "pixel6pro",
+            "checks": [],
+            "reported": [],
+            "host": host,
+        }
+    )[-2]
+    assert "340 ns per page and faulted at 27,000" in line and "0.50 x its guest ms" in line

@@ -6,6 +6,18 @@ them to the guest); times are guest milliseconds; `init_work_ms`,
 guest milliseconds (the apps' CPU loop is calibrated at the guest's own
 speed, dilation.py's guest_work_iters_per_ms).
 
+`ref_ns_per_page` (optional) is the guest's memory speed (dilation.py's
+guest_ns_per_page) at which the scenario was calibrated. Under TCG
+memory-bound work (a heap fill, reclaim, the flash throttled from the
+reclaim ceiling) follows the host's memory speed, which moves from day to
+day, and the CPU loop does not. With it, a campaign runs the scenario's
+clock at time_scale(), its own guest_ns_per_page over this: the CPU work,
+the dwell, gap and settle times, the periods and the growth times (and the
+growth rates by its inverse), so that a faster host runs the calibrated
+workload faster instead of another one. One guest second is then
+1 / time_scale of the scenario's (the regime's time mapping). Without it
+every time is the scenario's guest ms.
+
 `frame = { period_ms, work_ms, touch_mb, alloc_kb }` gives an app a frame
 loop while it is in front (Ice §6.1.1: FPS, frames over 16.6 ms): a vsync
 every `period_ms`; a frame writes `alloc_kb` (phone-scale kB, optional) of
@@ -72,6 +84,7 @@ SCENARIO_KEYS = {
     "background",
     "background_use",
     "zygote",
+    "ref_ns_per_page",
 }
 BACKGROUND_USE_KEYS = {"every", "dwell_ms", "apps"}
 ZYGOTE_KEYS = {"shared_mb"}
@@ -135,6 +148,16 @@ class Scenario:
     zygote_shared_mb: float
     apps: list[App] = field(default_factory=list)
     background_use: BackgroundUse | None = None
+    # the guest's memory speed (ns per page) the scenario was calibrated at
+    ref_ns_per_page: float | None = None
+
+    def time_scale(self, guest_ns_per_page: float) -> float:
+        """How much longer than their guest ms the scenario's times and CPU
+        work run at a guest memory speed of `guest_ns_per_page`: 1 without
+        `ref_ns_per_page`."""
+        if self.ref_ns_per_page is None:
+            return 1.0
+        return guest_ns_per_page / self.ref_ns_per_page
 
     @property
     def foreground(self) -> list[App]:
@@ -305,6 +328,9 @@ def parse(data: dict, path: Path) -> Scenario:
         zygote_shared_mb=_zygote(data, where),
         apps=apps,
         background_use=_background_use(data, apps, where),
+        ref_ns_per_page=(
+            positive(data, "ref_ns_per_page", where) if "ref_ns_per_page" in data else None
+        ),
     )
 
 

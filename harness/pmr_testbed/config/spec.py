@@ -39,7 +39,9 @@ LMKD_DEFAULTS = {
 RECLAIM_THREADS = ["kswapd", "kshrinkd", "pmr_unmap"]
 
 
-def app_spec(app: App, profile: Profile) -> dict:
+def app_spec(app: App, profile: Profile, time_scale: float = 1.0) -> dict:
+    """The runtime's app: sizes at the profile's scale, times (and the rate
+    of growth) at the campaign's `time_scale` (Scenario.time_scale)."""
     file_mb = profile.scale_mb(app.file_mb) if app.file_mb else 0
     return {
         "name": app.name,
@@ -49,17 +51,17 @@ def app_spec(app: App, profile: Profile) -> dict:
         "launch_fraction": app.launch_fraction,
         "working_set_fraction": app.working_set_fraction,
         "init_work_ms": app.init_work_ms,
-        "growth_ms": app.growth_ms,
-        "fg_period_ms": app.fg_period_ms,
+        "growth_ms": app.growth_ms * time_scale,
+        "fg_period_ms": app.fg_period_ms * time_scale,
         "fg_churn_mb": profile.scale_mb(app.fg_churn_mb) if app.fg_churn_mb else 0,
-        "bg_touch": bg_touch_spec(app.bg_touch, profile),
+        "bg_touch": bg_touch_spec(app.bg_touch, profile, time_scale),
         "adj_class": app.adj_class,
         "launch_threads": app.launch_threads,
         "resume_work_ms": app.resume_work_ms,
         "peak_anon_mb": None if app.peak_anon_mb is None else profile.scale_mb(app.peak_anon_mb),
-        "fg_growth_mb_per_s": round(app.fg_growth_mb_per_s * profile.scale, 3),
+        "fg_growth_mb_per_s": round(app.fg_growth_mb_per_s * profile.scale / time_scale, 3),
         # the frame loop while in front (Ice); absent for an app that draws none
-        **({"frame": frame_spec(app.frame, profile)} if app.frame else {}),
+        **({"frame": frame_spec(app.frame, profile, time_scale)} if app.frame else {}),
         # shared objects' data (SWAM's swap-clean); absent for an app with none
         **(so_spec(app, profile, file_mb) if app.so_mb else {}),
     }
@@ -75,36 +77,42 @@ def so_spec(app: App, profile: Profile, guest_file_mb: int) -> dict:
     }
 
 
-def bg_touch_spec(bg_touch: dict | None, profile: Profile) -> dict | None:
-    """The runtime's `bg_touch`: the period, the MB it touches (scaled) and,
-    where the scenario gives one, its CPU work (guest ms: not scaled)."""
+def bg_touch_spec(bg_touch: dict | None, profile: Profile, time_scale: float = 1.0) -> dict | None:
+    """The runtime's `bg_touch`: the period (at `time_scale`), the MB it
+    touches (scaled) and, where the scenario gives one, its CPU work (guest
+    ms, which work_iters_per_ms scales)."""
     if bg_touch is None:
         return None
     cpu_ms = bg_touch.get("cpu_ms", 0)
     return {
-        "period_ms": int(bg_touch["period_ms"]),
+        "period_ms": bg_touch["period_ms"] * time_scale,
         "mb": profile.scale_mb(bg_touch["mb"]),
         **({"cpu_ms": float(cpu_ms)} if cpu_ms else {}),
     }
 
 
-def frame_spec(frame: dict, profile: Profile) -> dict:
-    """The runtime's `frame`: vsync period and CPU work per frame (guest ms:
-    not scaled), the MB of heap a frame reads (scaled like fg_churn_mb) and
-    the kB it allocates (scaled, not rounded: a frame's buffers are small)."""
+def frame_spec(frame: dict, profile: Profile, time_scale: float = 1.0) -> dict:
+    """The runtime's `frame`: vsync period (at `time_scale`) and CPU work per
+    frame (guest ms, which work_iters_per_ms scales), the MB of heap a frame
+    reads (scaled like fg_churn_mb) and the kB it allocates (scaled, not
+    rounded: a frame's buffers are small)."""
     return {
-        "period_ms": float(frame["period_ms"]),
+        "period_ms": float(frame["period_ms"]) * time_scale,
         "work_ms": float(frame["work_ms"]),
         "touch_mb": profile.scale_mb(frame["touch_mb"]) if frame["touch_mb"] else 0,
         "alloc_kb": frame["alloc_kb"] * profile.scale,
     }
 
 
-def background_use(use: BackgroundUse | None) -> dict | None:
-    """The runtime's `scenario.background_use` (guest ms: not scaled)."""
+def background_use(use: BackgroundUse | None, time_scale: float = 1.0) -> dict | None:
+    """The runtime's `scenario.background_use`, its dwell at `time_scale`."""
     if use is None:
         return None
-    return {"every": use.every, "dwell_ms": list(use.dwell_ms), "apps": list(use.apps)}
+    return {
+        "every": use.every,
+        "dwell_ms": [ms * time_scale for ms in use.dwell_ms],
+        "apps": list(use.apps),
+    }
 
 
 def swap_settings(profile: Profile, tiers: str | None = None) -> dict:
@@ -141,10 +149,14 @@ def build(
     profile: Profile,
     scheme: Scheme,
     work_iters_per_ms: float,
+    time_scale: float = 1.0,
     slowdown: int = 1,
     extra_trace_events: Sequence[str] = (),
 ) -> dict:
-    """spec.json for one run; `slowdown` stretches the deadline (debug kernel),
+    """spec.json for one run; `time_scale` runs the scenario's clock faster
+    (< 1) or slower (Scenario.time_scale: its dwell and gap times, periods
+    and growth; `work_iters_per_ms` carries it for the CPU work);
+    `slowdown` stretches the deadline (debug kernel),
     `extra_trace_events` are recorded beside the default ones (trace_events.py).
     Checked against schemas/spec.schema.json, the runtime's types."""
     spec = {
@@ -179,13 +191,13 @@ def build(
         "scenario": {
             "name": scenario.name,
             "rounds": scenario.rounds,
-            "dwell_ms": list(scenario.dwell_ms),
-            "launch_gap_ms": scenario.launch_gap_ms,
-            "settle_ms": scenario.settle_ms,
+            "dwell_ms": [ms * time_scale for ms in scenario.dwell_ms],
+            "launch_gap_ms": scenario.launch_gap_ms * time_scale,
+            "settle_ms": scenario.settle_ms * time_scale,
             "foreground": [a.name for a in scenario.foreground],
             # System processes start first, then the background apps.
             "background": [a.name for a in scenario.system + scenario.background],
-            "background_use": background_use(scenario.background_use),
+            "background_use": background_use(scenario.background_use, time_scale),
         },
         # the apps' heap pages: the canary word and, on zram, data that
         # compresses like the profile's ratio (profiles.py)
@@ -195,6 +207,6 @@ def build(
             if scenario.zygote_shared_mb
             else 0
         },
-        "apps": [app_spec(a, profile) for a in scenario.apps],
+        "apps": [app_spec(a, profile, time_scale) for a in scenario.apps],
     }
     return schema.check("spec", spec)

@@ -1600,6 +1600,28 @@ def _boots_text(d: dict) -> str:
     return f", the median of {len(boots)} boots: " + ", ".join(f"{b:.1f}" for b in boots)
 
 
+def calibration_lines(s: dict) -> list[str]:
+    """How the flash and the apps' CPU work were set from the guest's memory
+    speed (nothing for a campaign from before they were recorded)."""
+    lines = []
+    f = s.get("flash_calibration") or {}
+    if f.get("measured_ns_per_page"):
+        lines.append(
+            f"- Flash: the reclaim ceiling {f['measured_ceiling_mbps']:.1f} MB/s, measured at "
+            f"{f['measured_ns_per_page']:.0f} ns/page, is {f['reclaim_ceiling_mbps']:.1f} MB/s "
+            f"at this guest's {s['dilation']['guest_ns_per_page']:.0f}; over the phone's peak "
+            f"reclaim ({f['phone_peak_reclaim_mbps']} MB/s) it scales the phone's flash by "
+            f"{f['flash_scale']:.3f}."
+        )
+    if "time_scale" in s:
+        lines.append(
+            f"- The scenario's clock (its times and CPU work) ran at {s['time_scale']:.2f} x "
+            "its guest ms (this guest's memory speed over the scenario's `ref_ns_per_page`; "
+            "1 without it)."
+        )
+    return lines
+
+
 def setup_lines(s: dict) -> list[str]:
     d, g, q = s["dilation"], s["guest"], s["qemu"]
     guest_rest = [_setting(k, v) for k, v in g.items() if k not in ("ram_mb", "cpus", "scale")]
@@ -1608,6 +1630,7 @@ def setup_lines(s: dict) -> list[str]:
         f"scheme, seed {s['seed']}.",
         f"- Time dilation: factor {d['factor']:.2f} (host {d['host_ns_per_page']:.1f} ns/page, "
         f"guest {d['guest_ns_per_page']:.1f} ns/page" + _boots_text(d) + ")" + _fault_text(d) + ".",
+        *calibration_lines(s),
         f"- Guest: {g['ram_mb']} MB RAM, {g['cpus']} CPUs, scale {g['scale']}"
         + "".join(f", {x}" for x in guest_rest)
         + ".",

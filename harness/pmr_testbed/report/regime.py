@@ -39,9 +39,10 @@ what it needs. A median over runs is over original's ok runs.
   without a kill in its first half counts as 0 (no pressure there to
   persist). It passes when the median over runs of that ratio is at least
   SUSTAINED_MIN_RATIO and the median kill rate scaled to 5 minutes is in
-  KILLS_PER_5MIN_RANGE. Time mapping: the workload's guest seconds are the
-  phone's seconds, 1:1, because the scenario's dwell and launch gap times
-  are phone times and the harness does not dilate them.
+  KILLS_PER_5MIN_RANGE. Time mapping: the scenario's dwell and launch gap
+  times are the phone's, and the campaign ran them at its time_scale
+  (scenarios.Scenario.time_scale, campaign.json; 1 without one), so a
+  guest second is 1 / time_scale of the phone's.
 - `relaunch_share`: over original's runs pooled, relaunches / (switches -
   first launches): an app's first switch in a run is its first launch, a
   later switch of kind `cold` a relaunch (lmkd killed the app meanwhile).
@@ -53,6 +54,10 @@ On a campaign whose profile swaps to zram (campaign.json `guest.swap`),
 `peak_over_fio` and `reclaim_limited` are not applicable: they weigh
 writes to the swap disk, which such a profile does not swap on; their
 `missing` starts with "n/a".
+
+`host` gives the guest's speeds that day (campaign.json's dilation and
+`time_scale`): memory-bound work (heap fills, reclaim) follows the
+host's memory speed, which moves from day to day, and the checks with it.
 
 Reported without a range (`reported`): `kswapd_shrink_share`, the median
 over runs of kswapd_rounds.shrink_share (page shrinking's share of kswapd's
@@ -119,9 +124,11 @@ PAPER_SHRINK_SHARE = 0.548
 # Fig. 6 (§3.2.2): a round reclaims far fewer pages than nr_to_reclaim.
 PAPER_RECLAIMED_OVER_GOAL = "far below 1 (Fig. 6)"
 
+# {scale}: the campaign's time_scale (scenarios.Scenario.time_scale)
 TIME_MAPPING = (
-    "1 guest s = 1 phone s: the scenario's dwell and launch gap times are phone "
-    "times and are not dilated"
+    "1 guest s = 1 / {scale:.3g} phone s: the scenario's dwell and launch gap times "
+    "are phone times, which the campaign ran at time_scale {scale:.3g} (its memory "
+    "speed over the scenario's ref_ns_per_page; 1 without one)"
 )
 NO_RUNS = f"no ok {BASELINE} run: the regime is computed from {BASELINE}'s runs only"
 NO_FLOOR = "needs the floor campaign (pmrtb paper's floor/, or a roomy campaign in DIR/floor)"
@@ -160,6 +167,8 @@ class CampaignInputs:
     max_rate: dict | None
     runs: list[OriginalRun]
     swap: str = "flash"  # campaign.json guest.swap: the swap medium
+    # the guest's speeds that day (host_speeds()): the regime moves with them
+    host: dict | None = None
 
     @property
     def not_on_disk(self) -> str | None:
@@ -333,10 +342,11 @@ def kill_halves(kill_t_ms: list[float], end_ms: float) -> tuple[int, int]:
     return first, len(kill_t_ms) - first
 
 
-def sustained_kills(runs: list[tuple[list[float], float]]) -> dict:
+def sustained_kills(runs: list[tuple[list[float], float]], time_scale: float = 1.0) -> dict:
     """From each run's kill times and workload end (ms): the second half's
     kills over the first's (0 without kills in the first half) and the
-    kills per 5 minutes; medians over runs."""
+    kills per 5 minutes of the phone's time (the run's over `time_scale`,
+    the campaign's); medians over runs."""
     paper = f"{PAPER_KILLS_PER_5MIN} kills in 5 min, Pixel 6 Pro (Fig. 2a)"
     per_run = []
     for kill_t_ms, end_ms in runs:
@@ -348,7 +358,7 @@ def sustained_kills(runs: list[tuple[list[float], float]]) -> dict:
                 "second_half": second,
                 "workload_s": end_ms / 1000,
                 "ratio": second / first if first else 0.0,
-                "kills_per_5min": len(kill_t_ms) / end_ms * 1000 * RATE_SPAN_S
+                "kills_per_5min": len(kill_t_ms) / end_ms * 1000 * RATE_SPAN_S * time_scale
                 if end_ms > 0
                 else None,
             }
@@ -360,7 +370,8 @@ def sustained_kills(runs: list[tuple[list[float], float]]) -> dict:
         "runs": per_run,
         "median_kills_per_5min": rate,
         "kills_per_5min_range": [lo, hi],
-        "time_mapping": TIME_MAPPING,
+        "time_scale": time_scale,
+        "time_mapping": TIME_MAPPING.format(scale=time_scale),
     }
     return _check(
         "sustained_kills",
@@ -574,7 +585,23 @@ def campaign_inputs(d: Path, ok: list[Run] | None = None) -> CampaignInputs:
         campaign.get("max_rate"),
         runs,
         (campaign.get("guest") or {}).get("swap", "flash"),
+        host_speeds(campaign),
     )
+
+
+def host_speeds(campaign: dict) -> dict | None:
+    """The guest's memory-touch, page-fault and CPU-loop speeds from
+    campaign.json's dilation, and the CPU work's scale for them; None for a
+    campaign without a dilation."""
+    d = campaign.get("dilation") or {}
+    if "guest_ns_per_page" not in d:
+        return None
+    return {
+        "guest_ns_per_page": d["guest_ns_per_page"],
+        "guest_fault_ns_per_page": d.get("guest_fault_ns_per_page"),
+        "guest_work_iters_per_ms": d.get("guest_work_iters_per_ms"),
+        "time_scale": campaign.get("time_scale"),
+    }
 
 
 def evaluate(
@@ -601,11 +628,17 @@ def evaluate(
             peaks,
             floor_missing,
         ),
-        sustained_kills(kills),
+        sustained_kills(kills, (main.host or {}).get("time_scale") or 1.0),
         relaunch_share(switches),
         cold_over_warm(switches),
     ]
-    return {"profile": main.profile, "source": source, "checks": checks, "reported": reported(runs)}
+    return {
+        "profile": main.profile,
+        "source": source,
+        "host": main.host,
+        "checks": checks,
+        "reported": reported(runs),
+    }
 
 
 def campaign_peak_over_fio(c: CampaignInputs) -> dict:
@@ -784,4 +817,18 @@ def markdown_lines(result: dict) -> list[str]:
         ]
     parts = [f"{r['name']} {fmt(r['value'])} (paper {r['paper']})" for r in result["reported"]]
     lines += ["Reported without a range: " + "; ".join(parts) + ".", ""]
+    if host := result.get("host"):
+        fault = host.get("guest_fault_ns_per_page")
+        lines += [
+            f"The guest touched memory at {host['guest_ns_per_page']:.0f} ns per page"
+            + (f" and faulted at {fault:,.0f}" if fault else "")
+            + " (dilation.py); the regime moves with the host's memory speed "
+            "(docs/regime.md)"
+            + (
+                f", and the scenario's clock ran at {host['time_scale']:.2f} x its guest ms."
+                if host.get("time_scale") is not None
+                else "."
+            ),
+            "",
+        ]
     return lines

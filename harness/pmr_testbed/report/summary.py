@@ -509,6 +509,8 @@ def summarize(campaign: dict, ok: dict[str, list[Run]], failed: list[dict]) -> d
         "scenario": campaign["scenario"],
         "profile": campaign["profile"],
         "dilation": campaign["dilation"],
+        # absent in campaigns from before they were recorded
+        **{k: campaign[k] for k in ("flash_calibration", "time_scale") if k in campaign},
         "kernel": {
             "version": kernel["version"],
             "series": kernel["series"],

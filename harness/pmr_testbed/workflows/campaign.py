@@ -59,6 +59,7 @@ from ..config import profiles, scenarios, schemes, spec
 from ..config.trace_events import extra_trace_events
 from ..errors import GuestError, UserError
 from ..guest import data_disk, kernel, kernel_profile, vm
+from ..guest import dilation as dilation_mod
 from . import guest_setup, max_rate, swap_bandwidth
 
 
@@ -200,6 +201,25 @@ def plan(req: CampaignRequest) -> Plan:
     return Plan(req, profile, scenario, scheme_list, variants(scheme_list, req.kernels))
 
 
+def work_iters_per_ms(scenario: scenarios.Scenario, dil: dilation_mod.Dilation) -> float:
+    """The CPU loop's iterations per ms of the scenario's CPU work: the
+    guest's loop speed, times the scenario's clock at the guest's memory
+    speed (Scenario.time_scale)."""
+    return dil.guest_work_iters_per_ms * scenario.time_scale(dil.guest_ns_per_page)
+
+
+def recorded_dilation(out: Path) -> dilation_mod.Dilation | None:
+    """The dilation a cut-off campaign in `out` recorded, which its
+    continuation keeps (its runs' CPU work and flash were set from it); None
+    without one."""
+    try:
+        return dilation_mod.Dilation.from_dict(
+            json.loads((out / "campaign.json").read_text())["dilation"]
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
     """Run every (rep, scheme) and return campaign.json's content.
 
@@ -210,7 +230,13 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
     started = time.monotonic()
     earlier_wall_s = recorded_wall_s(req.out) if req.resume else 0.0
     req.out.mkdir(parents=True, exist_ok=True)
-    machine = guest_setup.prepare(profile, req.flavour, req.out, lambda msg: progress(msg, False))
+    machine = guest_setup.prepare(
+        profile,
+        req.flavour,
+        req.out,
+        lambda msg: progress(msg, False),
+        recorded_dilation(req.out) if req.resume else None,
+    )
     image, accel, dil, limits = machine.image, machine.accel, machine.dilation, machine.limits
     campaign: dict[str, Any] = {
         "scenario": scenario.name,
@@ -222,6 +248,8 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
         "dilation": dil.as_dict(),
         "qemu": {"accel": accel, **limits},
         "flash_calibration": machine.flash_calibration(profile),
+        # the scenario's clock over its guest ms (scenarios.Scenario.time_scale)
+        "time_scale": round(scenario.time_scale(dil.guest_ns_per_page), 4),
         "guest": {
             "ram_mb": profile.guest_ram_mb,
             "cpus": profile.cpus,
@@ -386,7 +414,8 @@ def _one_run(
         scenario=scenario,
         profile=profile,
         scheme=column.scheme,
-        work_iters_per_ms=dil.guest_work_iters_per_ms,
+        work_iters_per_ms=work_iters_per_ms(scenario, dil),
+        time_scale=scenario.time_scale(dil.guest_ns_per_page),
         slowdown=slowdown,
         extra_trace_events=req.trace_events,
     )

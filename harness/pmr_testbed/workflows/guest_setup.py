@@ -7,6 +7,7 @@ setup errors (exit status 2) turned into one line for the user.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,44 +77,55 @@ class Machine:
     limits: dict  # QEMU throttling of the swap disk (profile.qemu_limits)
     runtime: Path  # the pmr-guest the guests run (paths.guest_runtime)
 
+    @property
+    def ceiling_mbps(self) -> float:
+        """The reclaim ceiling at the memory speed of this command's guests."""
+        return max_rate.ceiling_now(self.reclaim_ceiling, self.dilation.guest_ns_per_page)
+
     def flash_calibration(self, profile: Profile) -> dict:
         """How the swap disk's limits were derived, for campaign.json."""
-        ceiling = self.reclaim_ceiling["reclaim_peak_mbps"]
+        ceiling = self.ceiling_mbps
         return {
-            "reclaim_ceiling_mbps": ceiling,
+            "reclaim_ceiling_mbps": round(ceiling, 2),
             "phone_peak_reclaim_mbps": profile.peak_reclaim_mbps,
             "flash_scale": round(profile.flash_scale(ceiling), 4),
+            # the ceiling as measured, at the guest's memory speed then
+            "measured_ceiling_mbps": self.reclaim_ceiling["reclaim_peak_mbps"],
+            "measured_ns_per_page": self.reclaim_ceiling["guest_ns_per_page"],
             "ceiling_boots": self.reclaim_ceiling.get("boots", []),
         }
 
 
 def prepare(
-    profile: Profile, flavour: str, work_dir: Path, progress: Callable[[str], None]
+    profile: Profile,
+    flavour: str,
+    work_dir: Path,
+    progress: Callable[[str], None],
+    recorded: dilation_mod.Dilation | None = None,
 ) -> Machine:
     """Build (or reuse) the kernel, pick the accelerator, measure the dilation
-    and the reclaim ceiling (both cached per host)."""
+    (or keep `recorded`, a continued campaign's) and the reclaim ceiling
+    (both cached per host), and throttle the flash from the ceiling at the
+    dilation's memory speed."""
     progress(f"kernel ({flavour})")
     image = kernel.build(flavour)
     accel = vm.detect_accel(image.bzimage)
-    progress(f"time dilation ({accel})")
-    dil = dilation_mod.measure(
-        image.bzimage,
-        image.version,
-        accel,
-        cpus=profile.cpus,
-        work_dir=work_dir,
-        append=kernel.BOOT_ARGS[flavour],
-    )
+    if recorded is not None and recorded.accel == accel:
+        dil = recorded
+    else:
+        progress(f"time dilation ({accel})")
+        dil = dilation_mod.measure(
+            image.bzimage,
+            image.version,
+            accel,
+            cpus=profile.cpus,
+            work_dir=work_dir,
+            append=kernel.BOOT_ARGS[flavour],
+        )
     progress(f"reclaim ceiling ({accel})")
-    ceiling = max_rate.ceiling(image, accel, work_dir)
-    return Machine(
-        image,
-        accel,
-        dil,
-        ceiling,
-        profile.qemu_limits(ceiling["reclaim_peak_mbps"]),
-        paths.guest_runtime(),
-    )
+    ceiling = max_rate.ceiling(image, accel, work_dir, dil.guest_ns_per_page)
+    machine = Machine(image, accel, dil, ceiling, {}, paths.guest_runtime())
+    return dataclasses.replace(machine, limits=profile.qemu_limits(machine.ceiling_mbps))
 
 
 def swap_disk(

@@ -24,13 +24,21 @@ RAM too slowly to swap within a minute).
 - `ceiling()`, the reclaim ceiling: the allocator with an unthrottled disk,
   in CEILING_PROFILE's guest (2 GB, 2 CPUs) whatever profile a campaign
   runs, and on the testbed kernel whatever flavour it runs
-  (CALIBRATION_FLAVOUR); the median of CEILING_BOOTS boots, cached per (kernel, accel, boot
-  arguments, host CPU) like the dilation, so that every campaign on a host
-  throttles its flash alike. It is the guest's counterpart of the phone's
-  peak reclaim, which memtester reaches within 8.3% of app switching (Fig.
-  4a): profiles.qemu_limits() scales the phone's flash by it, so that the
-  guest's flash is to this ceiling as the phone's flash is to the phone's
-  peak reclaim (`[phone] peak_reclaim_mbps`).
+  (CALIBRATION_FLAVOUR); the median of CEILING_BOOTS boots, cached per
+  (kernel, accel, boot arguments, host CPU) with the guest's memory speed
+  when it was measured (dilation.py's guest_ns_per_page). It is the guest's
+  counterpart of the phone's peak reclaim, which memtester reaches within
+  8.3% of app switching (Fig. 4a): profiles.qemu_limits() scales the
+  phone's flash by it, so that the guest's flash is to this ceiling as the
+  phone's flash is to the phone's peak reclaim (`[phone]
+  peak_reclaim_mbps`).
+- `ceiling_now()`: reclaim under TCG is memory-bound, and the host's memory
+  speed moves from day to day (dilation.py): the cached ceiling, 37.6 MB/s
+  measured on 2026-11-28 (guest 629-738 ns per page that day) and 72.2 on
+  2026-11-29 at 317 ns, is the same 22,900 +/- 8% MB/s x ns. So a campaign
+  throttles its flash from the ceiling scaled by the memory speed it
+  measured itself, and reclaim keeps its share of the flash however fast
+  the host runs that day.
 - `measure()`, the max-rate run: the same allocator at the end of a
   campaign, with the campaign's throttled disk, kept in campaign.json as
   `max_rate` for the regime report's `reclaim_limited` check:
@@ -221,19 +229,30 @@ def _key(version: str, accel: str) -> str:
     )
 
 
-def ceiling(image: kernel.KernelImage, accel: str, work_dir: Path) -> dict:
+def ceiling_now(entry: dict, guest_ns_per_page: float) -> float:
+    """The reclaim ceiling `entry` (ceiling()'s) at a guest memory speed of
+    `guest_ns_per_page`: reclaim's rate scales inversely with it."""
+    return entry["reclaim_peak_mbps"] * entry["guest_ns_per_page"] / guest_ns_per_page
+
+
+def ceiling(
+    image: kernel.KernelImage, accel: str, work_dir: Path, guest_ns_per_page: float
+) -> dict:
     """The original kernel's peak reclaim in CEILING_PROFILE's guest with an
     unthrottled swap disk, MB/s: the median of CEILING_BOOTS boots, cached
     per host, always on the CALIBRATION_FLAVOUR kernel of `image`'s version
-    (built only if the ceiling has to be measured). {"reclaim_peak_mbps": ...,
-    "boots": [...each boot's MaxRate...], "allocator": {...}}"""
+    (built only if the ceiling has to be measured). `guest_ns_per_page` is
+    the guest's memory speed now (the caller's dilation), kept with a new
+    measurement; an entry without one is measured again.
+    {"reclaim_peak_mbps": ..., "guest_ns_per_page": ..., "boots": [...each
+    boot's MaxRate...], "allocator": {...}}"""
     profile = profiles.load(CEILING_PROFILE)
     key = _key(image.version, accel)
     try:
         cache = json.loads(CACHE.read_text())["entries"]
     except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
         cache = {}
-    if key in cache:
+    if key in cache and cache[key].get("guest_ns_per_page"):
         return cache[key]
     if image.flavour != CALIBRATION_FLAVOUR:
         image = kernel.build(CALIBRATION_FLAVOUR)
@@ -260,6 +279,7 @@ def ceiling(image: kernel.KernelImage, accel: str, work_dir: Path) -> dict:
         )
     entry = {
         "reclaim_peak_mbps": peak,
+        "guest_ns_per_page": guest_ns_per_page,
         "boots": [asdict(b) for b in boots],
         "allocator": allocator(profile),
     }
