@@ -102,6 +102,14 @@ def test_demand_over_reclaim_takes_the_floors_fastest_second():
     assert slow["value"] == pytest.approx(1.0) and not slow["pass"]
 
 
+def test_demand_over_reclaim_compares_on_the_phones_clock():
+    """A floor run at time_scale 0.5 grew 40 guest MB/s, 20 of the phone's;
+    main at 0.4 reclaimed 20 guest MB/s, 8 of the phone's: 2.5."""
+    c = regime.demand_over_reclaim([40.0], [20.0], time_scales=(0.5, 0.4))
+    assert c["value"] == pytest.approx(2.5)
+    assert c["inputs"]["time_scales"] == {"floor": 0.5, "main": 0.4}
+
+
 def test_demand_over_reclaim_without_the_floor_is_missing():
     c = regime.demand_over_reclaim(None, [20.0])
     assert c["value"] is None and not c["pass"] and c["missing"] == regime.NO_FLOOR

@@ -32,7 +32,8 @@ what it needs. A median over runs is over original's ok runs.
   whole run without that phase event), median over runs.
 - `demand_over_reclaim`: how fast the apps demand memory without pressure
   (the floor campaign's original runs on pixel6pro-roomy: the largest
-  anon_growth_peak_mbps of its runs) over main's median reclaim peak.
+  anon_growth_peak_mbps of its runs) over main's median reclaim peak, each
+  times its campaign's time_scale (MB per second of the phone's clock).
 - `sustained_kills`: lmkd's kills (every `kill` event of events.jsonl, as
   metrics.py counts them) in the second half of the workload over those in
   its first, the workload running from 0 to its last event's t_ms; a run
@@ -306,10 +307,13 @@ def demand_over_reclaim(
     floor_demand: list[float | None] | None,
     peaks: list[float | None],
     floor_missing: str = NO_FLOOR,
+    time_scales: tuple[float, float] = (1.0, 1.0),
 ) -> dict:
     """The apps' fastest second of anon growth without pressure (the
-    floor's runs, the largest) over main's median reclaim peak.
-    `floor_demand` is None without a floor campaign."""
+    floor's runs, the largest) over main's median reclaim peak, both on the
+    phone's clock: `time_scales` are the floor's and main's time_scale
+    (guest MB/s times time_scale). `floor_demand` is None without a floor
+    campaign."""
     paper = "the apps allocate faster than reclaim frees (§3.1)"
     demand = max((v for v in floor_demand or [] if v is not None), default=None)
     median_peak = _median(peaks)
@@ -318,6 +322,7 @@ def demand_over_reclaim(
         "demand_mbps": demand,
         "reclaim_peak_mbps": peaks,
         "median_reclaim_peak_mbps": median_peak,
+        "time_scales": {"floor": time_scales[0], "main": time_scales[1]},
     }
     missing = None
     if not peaks:
@@ -330,7 +335,11 @@ def demand_over_reclaim(
         missing = "the floor campaign's runs have no nr_anon_pages in vmstat.csv"
     elif not median_peak:
         missing = NO_WRITES
-    value = demand / median_peak if missing is None and demand is not None and median_peak else None
+    value = (
+        demand * time_scales[0] / (median_peak * time_scales[1])
+        if missing is None and demand is not None and median_peak
+        else None
+    )
     return _check(
         "demand_over_reclaim", value, DEMAND_OVER_RECLAIM_MIN, None, paper, inputs, missing
     )
@@ -589,6 +598,11 @@ def campaign_inputs(d: Path, ok: list[Run] | None = None) -> CampaignInputs:
     )
 
 
+def time_scale(c: CampaignInputs | None) -> float:
+    """The campaign's time_scale (1 without one)."""
+    return ((c.host if c else None) or {}).get("time_scale") or 1.0
+
+
 def host_speeds(campaign: dict) -> dict | None:
     """The guest's memory-touch, page-fault and CPU-loop speeds from
     campaign.json's dilation, and the CPU work's scale for them; None for a
@@ -627,8 +641,9 @@ def evaluate(
             None if floor is None else [r.anon_growth_peak_mbps for r in floor.runs],
             peaks,
             floor_missing,
+            (time_scale(floor), time_scale(main)),
         ),
-        sustained_kills(kills, (main.host or {}).get("time_scale") or 1.0),
+        sustained_kills(kills, time_scale(main)),
         relaunch_share(switches),
         cold_over_warm(switches),
     ]
