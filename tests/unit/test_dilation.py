@@ -171,3 +171,28 @@ def test_a_continued_campaign_keeps_the_dilation_it_recorded(tmp_path):
     assert campaign.recorded_dilation(tmp_path) == _dilation()
     (tmp_path / "campaign.json").write_text(json.dumps({"dilation": {"factor": 8.0}}))
     assert campaign.recorded_dilation(tmp_path) is None
+
+
+def test_setup_lines_say_how_the_flash_and_the_clock_follow_the_memory_speed():
+    summary = {
+        "scenario": "paper",
+        "profile": "pixel6pro",
+        "reps": 1,
+        "seed": 1,
+        "dilation": dict(_dilation().as_dict(), guest_ns_per_page=340.0),
+        "flash_calibration": {
+            "reclaim_ceiling_mbps": 36.0,
+            "phone_peak_reclaim_mbps": 150,
+            "flash_scale": 0.24,
+            "measured_ceiling_mbps": 72.0,
+            "measured_ns_per_page": 170.0,
+        },
+        "time_scale": 0.5,
+        "guest": {"ram_mb": 2048, "cpus": 2, "scale": 0.17},
+        "qemu": {"accel": "tcg"},
+    }
+    text = "\n".join(campaign_report.setup_lines(summary))
+    assert "72.0 MB/s, measured at 170 ns/page, is 36.0 MB/s at this guest's 340" in text
+    assert "ran at 0.50 x its guest ms" in text
+    older = {k: v for k, v in summary.items() if k not in ("flash_calibration", "time_scale")}
+    assert "Flash:" not in "\n".join(campaign_report.setup_lines(older))

@@ -1601,8 +1601,8 @@ def _boots_text(d: dict) -> str:
 
 
 def calibration_lines(s: dict) -> list[str]:
-    """How the flash and the apps' CPU work were set from the guest's memory
-    speed (nothing for a campaign from before they were recorded)."""
+    """How the flash and the scenario's clock were set from the guest's
+    memory speed (nothing for a campaign from before they were recorded)."""
     lines = []
     f = s.get("flash_calibration") or {}
     if f.get("measured_ns_per_page"):

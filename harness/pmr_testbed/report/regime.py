@@ -605,8 +605,8 @@ def time_scale(c: CampaignInputs | None) -> float:
 
 def host_speeds(campaign: dict) -> dict | None:
     """The guest's memory-touch, page-fault and CPU-loop speeds from
-    campaign.json's dilation, and the CPU work's scale for them; None for a
-    campaign without a dilation."""
+    campaign.json's dilation, and the time_scale the campaign ran the
+    scenario's clock at; None for a campaign without a dilation."""
     d = campaign.get("dilation") or {}
     if "guest_ns_per_page" not in d:
         return None
