@@ -3,13 +3,11 @@
 import math
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from pmr_testbed.config import profiles, scenarios, schemes, spec
 from pmr_testbed.errors import UserError
-from pmr_testbed.workflows import campaign
 
 
 def test_pixel6pro_scales_memory_and_keeps_watermark_share():
@@ -32,9 +30,6 @@ def test_the_scenarios_clock_follows_the_guests_memory_speed_where_it_says(tmp_p
     ref = _scenario(tmp_path, "ref_ns_per_page = 680\n" + BASE + app)
     assert plain.time_scale(340.0) == 1.0
     assert ref.time_scale(340.0) == 0.5 and ref.time_scale(680.0) == 1.0
-    dil = SimpleNamespace(guest_work_iters_per_ms=400e3, guest_ns_per_page=340.0)
-    assert campaign.work_iters_per_ms(plain, dil) == 400e3
-    assert campaign.work_iters_per_ms(ref, dil) == 200e3
     with pytest.raises(UserError, match="ref_ns_per_page"):
         _scenario(tmp_path, "ref_ns_per_page = 0\n" + BASE + app)
     assert scenarios.load("paper").ref_ns_per_page == 680
@@ -42,8 +37,8 @@ def test_the_scenarios_clock_follows_the_guests_memory_speed_where_it_says(tmp_p
 
 def test_spec_runs_the_scenarios_times_at_the_time_scale(tmp_path):
     """Every time of the scenario halves at time_scale 0.5 and every growth
-    rate doubles; sizes and CPU work ms stay (work_iters_per_ms scales the
-    latter)."""
+    rate doubles; sizes and CPU work ms stay, and the CPU loop's iterations
+    per ms halve, so the CPU work halves too."""
     paper = scenarios.load("paper")
     args = dict(
         run_id="r",
@@ -66,7 +61,9 @@ def test_spec_runs_the_scenarios_times_at_the_time_scale(tmp_path):
         if a["bg_touch"]:
             assert b["bg_touch"]["period_ms"] == a["bg_touch"]["period_ms"] / 2
         assert (b["anon_mb"], b["init_work_ms"]) == (a["anon_mb"], a["init_work_ms"])
-    assert half["work_iters_per_ms"] == one["work_iters_per_ms"]
+    assert (one["work_iters_per_ms"], half["work_iters_per_ms"]) == (1000.0, 500.0)
+    # a guest at 340 ns per page runs paper's clock (680) at 0.5
+    assert paper.time_scale(340.0) == 0.5
 
 
 def test_qemu_limits_scale_the_phones_flash_by_the_reclaim_ceiling():

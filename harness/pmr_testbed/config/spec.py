@@ -80,7 +80,7 @@ def so_spec(app: App, profile: Profile, guest_file_mb: int) -> dict:
 def bg_touch_spec(bg_touch: dict | None, profile: Profile, time_scale: float = 1.0) -> dict | None:
     """The runtime's `bg_touch`: the period (at `time_scale`), the MB it
     touches (scaled) and, where the scenario gives one, its CPU work (guest
-    ms, which work_iters_per_ms scales)."""
+    ms, at `time_scale` through spec.json's work_iters_per_ms)."""
     if bg_touch is None:
         return None
     cpu_ms = bg_touch.get("cpu_ms", 0)
@@ -93,7 +93,7 @@ def bg_touch_spec(bg_touch: dict | None, profile: Profile, time_scale: float = 1
 
 def frame_spec(frame: dict, profile: Profile, time_scale: float = 1.0) -> dict:
     """The runtime's `frame`: vsync period (at `time_scale`) and CPU work per
-    frame (guest ms, which work_iters_per_ms scales), the MB of heap a frame
+    frame (guest ms, at `time_scale` through work_iters_per_ms), the MB of heap a frame
     reads (scaled like fg_churn_mb) and the kB it allocates (scaled, not
     rounded: a frame's buffers are small)."""
     return {
@@ -153,9 +153,10 @@ def build(
     slowdown: int = 1,
     extra_trace_events: Sequence[str] = (),
 ) -> dict:
-    """spec.json for one run; `time_scale` runs the scenario's clock faster
-    (< 1) or slower (Scenario.time_scale: its dwell and gap times, periods
-    and growth; `work_iters_per_ms` carries it for the CPU work);
+    """spec.json for one run; `work_iters_per_ms` is the guest's CPU loop
+    speed, `time_scale` runs the scenario's clock faster (< 1) or slower
+    (Scenario.time_scale: its CPU work, dwell and gap times, periods and
+    growth);
     `slowdown` stretches the deadline (debug kernel),
     `extra_trace_events` are recorded beside the default ones (trace_events.py).
     Checked against schemas/spec.schema.json, the runtime's types."""
@@ -164,7 +165,8 @@ def build(
         "seed": seed,
         "out_dir": str(out_dir),
         "deadline_s": scenario.deadline_s * slowdown,
-        "work_iters_per_ms": work_iters_per_ms,
+        # the CPU work's iterations per ms of the scenario's clock
+        "work_iters_per_ms": work_iters_per_ms * time_scale,
         "scheme": {
             "name": scheme.name,
             "knobs": scheme.knobs,

@@ -201,13 +201,6 @@ def plan(req: CampaignRequest) -> Plan:
     return Plan(req, profile, scenario, scheme_list, variants(scheme_list, req.kernels))
 
 
-def work_iters_per_ms(scenario: scenarios.Scenario, dil: dilation_mod.Dilation) -> float:
-    """The CPU loop's iterations per ms of the scenario's CPU work: the
-    guest's loop speed, times the scenario's clock at the guest's memory
-    speed (Scenario.time_scale)."""
-    return dil.guest_work_iters_per_ms * scenario.time_scale(dil.guest_ns_per_page)
-
-
 def recorded_dilation(out: Path) -> dilation_mod.Dilation | None:
     """The dilation a cut-off campaign in `out` recorded, which its
     continuation keeps (its runs' CPU work and flash were set from it); None
@@ -414,7 +407,7 @@ def _one_run(
         scenario=scenario,
         profile=profile,
         scheme=column.scheme,
-        work_iters_per_ms=work_iters_per_ms(scenario, dil),
+        work_iters_per_ms=dil.guest_work_iters_per_ms,
         time_scale=scenario.time_scale(dil.guest_ns_per_page),
         slowdown=slowdown,
         extra_trace_events=req.trace_events,

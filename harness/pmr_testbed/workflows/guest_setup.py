@@ -7,7 +7,6 @@ setup errors (exit status 2) turned into one line for the user.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,8 +123,8 @@ def prepare(
         )
     progress(f"reclaim ceiling ({accel})")
     ceiling = max_rate.ceiling(image, accel, work_dir, dil.guest_ns_per_page)
-    machine = Machine(image, accel, dil, ceiling, {}, paths.guest_runtime())
-    return dataclasses.replace(machine, limits=profile.qemu_limits(machine.ceiling_mbps))
+    limits = profile.qemu_limits(max_rate.ceiling_now(ceiling, dil.guest_ns_per_page))
+    return Machine(image, accel, dil, ceiling, limits, paths.guest_runtime())
 
 
 def swap_disk(
