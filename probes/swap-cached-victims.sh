@@ -33,7 +33,14 @@
 #    Failed if it frees 64 kB or more of the paged-out anon at once:
 #    they were victims, there since step 3, and step 3 left them;
 #    inconclusive if not (too few paged-out victims to tell), or when
-#    step 2 could not make the victims.
+#    step 2 could not make the victims;
+# 5. steps 2 to 4 make an attempt, at most MAX_TRIES: an attempt that
+#    cannot tell (step 2 made no victims, kswapd took them all before
+#    step 3, or step 4's control freed too few) is followed by another,
+#    with the cap lifted. Kswapd, still busy for a while after the load,
+#    can take every victim before the priming reclaim (a CI run had 0
+#    left), and a control without victims would page out LRU pages, not
+#    judge them: step 3 needs 1 MB of anon victims, or the attempt ends.
 #
 # Until 2026-11-27 the probe froze the load once `cold` held 1 MB of anon
 # victims and 1 MB of paged-out anon, and failed when reclaim freed under
@@ -62,7 +69,7 @@ setup_probe "$mode"
 mkdir "$cg/cold"
 need_victims "$cg/cold/memory.stat"
 sh -c "echo \$\$ >$cg/cold/cgroup.procs; cd /tmp; exec stress-ng --vm 1 --vm-bytes 160m \
-       --vm-method write64 --vm-hang 0 --timeout 300s --quiet" &
+       --vm-method write64 --vm-hang 0 --timeout 600s --quiet" &
 cold=$!
 start=$(date +%s)
 while [ "$(cat $cg/cold/memory.current)" -lt $((150 << 20)) ]; do
@@ -71,49 +78,70 @@ while [ "$(cat $cg/cold/memory.current)" -lt $((150 << 20)) ]; do
 done
 log_cold "before load"
 
-# Step 2 (see the header)
-load_until_victims cold $((4 << 20)) $((2 << 20))
-v=$victims
-[ "$v" -ge $((2 << 20)) ] || verdict 2 "cold never kept 2 MB of anon victims: nothing to tell"
-log_cold "after load"
-# Step 2b (see the header): victims are written when reclaim takes them,
-# so none may be paged out yet once the load has ended.
-tries=0
-while [ "$(paged_out cold)" -lt $((256 << 10)) ] && [ "$tries" -lt 4 ]; do
-	echo 256K >"$cg/cold/memory.reclaim" 2>/dev/null || true
-	sleep 1
-	tries=$((tries + 1))
-	log_cold "after priming reclaim $tries"
-done
-
-# Step 3: no swap left for `cold`; what reclaim may free is its page cache
-# and its paged-out anon victims: ask for both and more (it falls short,
-# and tries hard first).
-echo "$(cat $cg/cold/memory.swap.current)" >"$cg/cold/memory.swap.max"
-v0=$(anon_victims cold)
-po0=$(paged_out cold)
-log_cold "with swap capped"
-ask=$(($(memstat cold file) + po0 + (1 << 20)))
-if echo "$ask" >"$cg/cold/memory.reclaim" 2>/dev/null; then rc=done; else rc="fell short"; fi
-v1=$(anon_victims cold)
-po1=$(paged_out cold)
-log "memory.reclaim $ask: $rc"
-log_cold "after reclaim"
-freed_v=$((v0 - v1))
-freed_po=$((po0 - po1))
-if [ "$freed_v" -ge $((64 << 10)) ] && [ "$freed_po" -ge $((64 << 10)) ]; then
+# An attempt that cannot tell (see the header): log why, and give up
+# after MAX_TRIES of them
+cannot_tell() {
+	log "$1"
+	[ "$tries" -lt "$MAX_TRIES" ] && return 0
 	kill "$cold" 2>/dev/null || true
-	verdict 0 "reclaim freed $freed_v bytes of anon victims and $freed_po of paged-out anon (of $po0)"
-fi
+	verdict 2 "$1 (in $tries attempts)"
+}
+MAX_TRIES=3
+tries=0
+while :; do
+	tries=$((tries + 1))
+	log "attempt $tries"
+	# Step 2 (see the header)
+	load_until_victims cold $((4 << 20)) $((2 << 20))
+	if [ "$victims" -lt $((2 << 20)) ]; then
+		cannot_tell "cold never kept 2 MB of anon victims: nothing to tell"
+		continue
+	fi
+	log_cold "after load"
+	# Step 2b (see the header): victims are written when reclaim takes
+	# them, so none may be paged out yet once the load has ended.
+	primes=0
+	while [ "$(paged_out cold)" -lt $((256 << 10)) ] && [ "$primes" -lt 4 ]; do
+		echo 256K >"$cg/cold/memory.reclaim" 2>/dev/null || true
+		sleep 1
+		primes=$((primes + 1))
+		log_cold "after priming reclaim $primes"
+	done
+	v0=$(anon_victims cold)
+	if [ "$v0" -lt $((1 << 20)) ]; then
+		cannot_tell "cold held $v0 bytes of anon victims after the priming reclaim, under 1 MB: nothing to tell"
+		continue
+	fi
 
-# Step 4: were there paged-out victims to free? With swap, reclaim takes
-# them first.
-echo max >"$cg/cold/memory.swap.max"
-if echo 256K >"$cg/cold/memory.reclaim" 2>/dev/null; then rc=done; else rc="fell short"; fi
-po2=$(paged_out cold)
-log "memory.reclaim 256K with swap (the control): $rc"
-log_cold "after the control"
-kill "$cold" 2>/dev/null || true
-[ $((po1 - po2)) -ge $((64 << 10)) ] ||
-	verdict 2 "too few paged-out victims to tell: reclaim freed $freed_po bytes of paged-out anon with swap capped, and $((po1 - po2)) without"
-verdict 1 "reclaim left the paged-out victims with swap capped (anon victims $v0 -> $v1, paged-out anon $po0 -> $po1 bytes) and freed $((po1 - po2)) bytes of them at once without the cap"
+	# Step 3: no swap left for `cold`; what reclaim may free is its page
+	# cache and its paged-out anon victims: ask for both and more (it falls
+	# short, and tries hard first).
+	echo "$(cat $cg/cold/memory.swap.current)" >"$cg/cold/memory.swap.max"
+	po0=$(paged_out cold)
+	log_cold "with swap capped"
+	ask=$(($(memstat cold file) + po0 + (1 << 20)))
+	if echo "$ask" >"$cg/cold/memory.reclaim" 2>/dev/null; then rc=done; else rc="fell short"; fi
+	v1=$(anon_victims cold)
+	po1=$(paged_out cold)
+	log "memory.reclaim $ask: $rc"
+	log_cold "after reclaim"
+	freed_v=$((v0 - v1))
+	freed_po=$((po0 - po1))
+	if [ "$freed_v" -ge $((64 << 10)) ] && [ "$freed_po" -ge $((64 << 10)) ]; then
+		kill "$cold" 2>/dev/null || true
+		verdict 0 "reclaim freed $freed_v bytes of anon victims and $freed_po of paged-out anon (of $po0)"
+	fi
+
+	# Step 4: were there paged-out victims to free? With swap, reclaim
+	# takes them first.
+	echo max >"$cg/cold/memory.swap.max"
+	if echo 256K >"$cg/cold/memory.reclaim" 2>/dev/null; then rc=done; else rc="fell short"; fi
+	po2=$(paged_out cold)
+	log "memory.reclaim 256K with swap (the control): $rc"
+	log_cold "after the control"
+	if [ $((po1 - po2)) -ge $((64 << 10)) ]; then
+		kill "$cold" 2>/dev/null || true
+		verdict 1 "reclaim left the paged-out victims with swap capped (anon victims $v0 -> $v1, paged-out anon $po0 -> $po1 bytes) and freed $((po1 - po2)) bytes of them at once without the cap"
+	fi
+	cannot_tell "too few paged-out victims to tell: reclaim freed $freed_po bytes of paged-out anon with swap capped, and $((po1 - po2)) without"
+done
