@@ -2,8 +2,9 @@
 //! vmstat.csv (/proc/vmstat, every key in file order), psi.csv
 //! (/proc/pressure/memory), meminfo.csv (free memory and swap from
 //! /proc/meminfo, kB), diskstat.csv (the swap device's
-//! /sys/block/<dev>/stat), threads_cpu.csv (the reclaim threads' CPU
-//! seconds since the start, threads_cpu.rs) and, when a zram device is
+//! /sys/block/<dev>/stat), threads_cpu.csv and threads_wait.csv (the
+//! reclaim threads' CPU seconds since the start, and the seconds they
+//! waited for a CPU, threads_cpu.rs) and, when a zram device is
 //! swapped on, zram.csv (its /sys/block/<zram>/mm_stat: data stored,
 //! compressed and memory used, bytes). Rows are timed from the
 //! workload start on a fixed schedule (no drift); files are flushed every
@@ -35,11 +36,14 @@ struct Sampler {
     meminfo: BufWriter<File>,
     diskstat: BufWriter<File>,
     threads_cpu: BufWriter<File>,
+    threads_wait: BufWriter<File>,
     /// The zram device swapped on and its zram.csv, if any.
     zram: Option<(String, BufWriter<File>)>,
     vmstat_keys: Vec<String>,
     swap_dev: String,
     threads_at_start: ThreadTicks,
+    /// threads_cpu::run_delays of threads_at_start, when the sampler starts
+    waits_at_start: ThreadTicks,
     thread_names: Vec<String>,
     ticks_per_second: u64,
 }
@@ -65,12 +69,14 @@ pub fn spawn(
         meminfo: create("meminfo.csv")?,
         diskstat: create("diskstat.csv")?,
         threads_cpu: create("threads_cpu.csv")?,
+        threads_wait: create("threads_wait.csv")?,
         zram: zram_dev
             .map(|dev| Ok::<_, anyhow::Error>((dev.to_string(), create("zram.csv")?)))
             .transpose()?,
         vmstat_keys: Vec::new(),
         swap_dev: swap_dev.to_string(),
         threads_at_start: threads_at_start.clone(),
+        waits_at_start: threads_cpu::run_delays(threads_at_start),
         thread_names: threads_cpu::names(threads_at_start),
         ticks_per_second: sys::clock_ticks_per_second(),
     };
@@ -86,11 +92,9 @@ pub fn spawn(
     if let Some((_, zram)) = &mut sampler.zram {
         writeln!(zram, "t_ms,orig_data_bytes,compr_data_bytes,mem_used_bytes")?;
     }
-    writeln!(
-        sampler.threads_cpu,
-        "t_ms,{}",
-        sampler.thread_names.join(",")
-    )?;
+    for f in [&mut sampler.threads_cpu, &mut sampler.threads_wait] {
+        writeln!(f, "t_ms,{}", sampler.thread_names.join(","))?;
+    }
     Ok(spawn_thread(&control.clone(), "sampler", move || {
         if let Err(e) = sampler.run(interval, start, &control) {
             control.fail(format!("metrics sampler: {e:#}"));
@@ -160,6 +164,17 @@ impl Sampler {
                 self.ticks_per_second
             )
         )?;
+        writeln!(
+            self.threads_wait,
+            "{}",
+            threads_cpu::csv_row(
+                t_ms,
+                &self.thread_names,
+                &self.waits_at_start,
+                &threads_cpu::run_delays(&self.threads_at_start),
+                threads_cpu::RUN_DELAY_PER_SECOND
+            )
+        )?;
         Ok(())
     }
 
@@ -170,6 +185,7 @@ impl Sampler {
             &mut self.meminfo,
             &mut self.diskstat,
             &mut self.threads_cpu,
+            &mut self.threads_wait,
         ] {
             f.flush().context("cannot write a metrics CSV")?;
         }

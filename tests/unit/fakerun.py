@@ -208,6 +208,7 @@ def write_run(
     sample_t_ms: list[int] | None = None,
     hist: dict[str, int] | None = None,
     threads_cpu: dict[str, float] | None = None,
+    threads_wait: dict[str, float] | None = None,
     swap_dev: str = SWAP_DEV,
     diskstat_dev: str | None = None,
     extra_vmstat_keys: list[str] | tuple[str, ...] = (),
@@ -231,8 +232,10 @@ def write_run(
     rows (see app_memcg_row; without them no app_memcg.csv is written, as by a
     runtime before it). `extra_events` go into events.jsonl after the
     switches and kills. `ticks_rows` are ticks.csv's rows (see tick_row;
-    without them no ticks.csv is written, as by a runtime before it). Files
-    named in `omit` are not written."""
+    without them no ticks.csv is written, as by a runtime before it).
+    `threads_wait` are the threads' seconds waiting for a CPU over the run
+    (threads_wait.csv; none without them). Files named in `omit` are not
+    written."""
     run_dir.mkdir(parents=True, exist_ok=True)
     switches = (
         switches
@@ -278,6 +281,8 @@ def write_run(
     threads_cpu = threads_cpu if threads_cpu is not None else {"kswapd0": 4.2}
     (run_dir / "threads_cpu.json").write_text(json.dumps(threads_cpu))
     _write_threads_cpu(run_dir / "threads_cpu.csv", sample_t_ms, threads_cpu)
+    if threads_wait is not None:
+        _write_threads_cpu(run_dir / "threads_wait.csv", sample_t_ms, threads_wait)
     rows = lmkd_rows if lmkd_rows is not None else [lmkd_row(500)]
     (run_dir / "lmkd.csv").write_text("\n".join([LMKD_HEADER, *rows]) + "\n")
     if trace is not None:
@@ -357,7 +362,8 @@ def _write_meminfo(path: Path, t_ms: list[int], swap_free_kb: list[int]) -> None
 
 
 def _write_threads_cpu(path: Path, t_ms: list[int], totals: dict[str, float]) -> None:
-    """Each thread's CPU seconds rising linearly to its total in threads_cpu.json."""
+    """Each thread's seconds (on a CPU, or waiting for one) rising linearly to
+    its total."""
     names = sorted(totals)
     lines = ["t_ms," + ",".join(names)]
     last = len(t_ms) - 1

@@ -10,10 +10,10 @@ from pmr_testbed.guest import kernel
 from pmr_testbed.workflows import max_rate, swap_bandwidth
 
 
-def _line(t: float, write_sectors: int, utime: int, stime: int) -> str:
+def _line(t: float, write_sectors: int, utime: int, stime: int, delay_ns: int | str = 0) -> str:
     stat = [0] * 17
     stat[6] = write_sectors
-    return " ".join(str(x) for x in [t, *stat, utime, stime])
+    return " ".join(str(x) for x in [t, *stat, utime, stime, delay_ns])
 
 
 def test_parse_samples_peak_window_and_kswapd_busiest_second():
@@ -32,6 +32,21 @@ def test_parse_samples_peak_window_and_kswapd_busiest_second():
     assert got.reclaim_peak_mbps == pytest.approx(300.0, rel=0.01)
     assert got.kswapd_busiest_cpu == pytest.approx(1.0)
     assert got.swapout_mb == pytest.approx(500.0, rel=0.01)
+    # no wait for a CPU: runnable as long as it ran
+    assert got.kswapd_busiest_runnable == pytest.approx(1.0)
+
+
+def test_parse_samples_runnable_second_adds_the_wait_for_a_cpu():
+    # kswapd on a CPU 60% of each second and waiting 35% of it
+    lines = [_line(float(t), 0, 60 * t, 0, 350_000_000 * t) for t in range(5)]
+    got = max_rate.parse_samples("\n".join(lines))
+    assert got.kswapd_busiest_cpu == pytest.approx(0.6)
+    assert got.kswapd_busiest_runnable == pytest.approx(0.95)
+    # a kernel without schedstat: the wait is unknown, not zero
+    no_schedstat = [_line(float(t), 0, 60 * t, 0, "-") for t in range(5)]
+    got = max_rate.parse_samples("\n".join(no_schedstat))
+    assert got.kswapd_busiest_cpu == pytest.approx(0.6)
+    assert got.kswapd_busiest_runnable is None
 
 
 @pytest.mark.parametrize("text", ["", "garbage", _line(1.0, 0, 0, 0)])

@@ -91,6 +91,30 @@ def test_kswapd_busiest_cpu_is_the_largest_1s_growth_from_a_given_time():
     assert regime.kswapd_busiest_cpu([0.0, 1000.0], [0.0, 0.8999999999999986]) == 0.9
 
 
+def test_kswapd_busiest_runnable_adds_the_wait_at_the_same_samples():
+    t_ms = [i * 500.0 for i in range(9)]  # 4 s
+    cpu = [0.3 * i for i in range(9)]  # 0.6 CPU throughout
+    # waiting 0.4 s a second in the third second only; a sample missing
+    wait_t = [t for t in t_ms if t != 500.0]
+    wait = [0.0, 0.0, 0.2, 0.4, 0.4, 0.4, 0.4, 0.4]
+    got = regime.kswapd_busiest_runnable((t_ms, cpu), (wait_t, wait))
+    assert got == pytest.approx(1.0)
+    assert regime.kswapd_busiest_runnable((t_ms, cpu), (wait_t, wait), since_ms=2000) == 0.6
+    assert regime.kswapd_busiest_runnable((t_ms, cpu), ([], [])) is None
+
+
+def test_reclaim_limited_reports_the_runnable_second_without_judging_it():
+    held = regime.reclaim_limited(MAX_RATE, [15.0], [0.7], kswapd_runnable=[0.99])
+    assert not held["pass"]
+    assert held["inputs"]["median_kswapd_busiest_runnable"] == pytest.approx(0.99)
+    assert "runnable 0.99" in regime.ours_text(held)
+    busy = regime.reclaim_limited(MAX_RATE, [15.0], [0.95], kswapd_runnable=[0.96])
+    assert busy["pass"]
+    plain = regime.reclaim_limited(MAX_RATE, [15.0], [0.95])
+    assert plain["inputs"]["kswapd_busiest_runnable"] == []
+    assert "runnable" not in regime.ours_text(plain)
+
+
 # ---- demand_over_reclaim -----------------------------------------------------
 
 
@@ -305,6 +329,7 @@ def _original_run(
     kills_at_s=(10, 20, 40, 50),
     anon_growth: int = 0,
     trace=None,
+    kswapd_wait_s: float | None = None,
 ) -> None:
     write_run(
         run_dir,
@@ -313,6 +338,7 @@ def _original_run(
         write_sectors=ramp([peak_mbps] * WORKLOAD_S),
         sample_t_ms=SAMPLES,
         threads_cpu={"kswapd0": kswapd_s, "kcompactd0": 1.0},
+        threads_wait=None if kswapd_wait_s is None else {"kswapd0": kswapd_wait_s},
         vmstat_increments={"nr_anon_pages": anon_growth},
         extra_vmstat_keys=("nr_anon_pages",),
         trace=trace,
@@ -364,6 +390,15 @@ def _by_name(result: dict) -> dict[str, dict]:
     return {c["name"]: c for c in result["checks"]}
 
 
+def test_kswapd_runnable_from_threads_wait_csv(tmp_path, ranged_pixel6pro):
+    # kswapd0 on a CPU 0.7 of every second, waiting for one 0.25 of it
+    d = _campaign(tmp_path / "c", kswapd_s=42.0, kswapd_wait_s=15.0)
+    limited = _by_name(regime.regime(d))["reclaim_limited"]
+    assert limited["inputs"]["median_kswapd_busiest_cpu"] == pytest.approx(0.7, abs=0.011)
+    assert limited["inputs"]["kswapd_busiest_runnable"] == pytest.approx([0.95] * 3, abs=0.011)
+    assert not limited["pass"]
+
+
 def test_a_campaign_directory(tmp_path, ranged_pixel6pro):
     d = _campaign(tmp_path / "c")
     result = regime.regime(d)
@@ -382,6 +417,8 @@ def test_a_campaign_directory(tmp_path, ranged_pixel6pro):
     # kswapd0's 57 s over 60 s: 0.95 CPU in every second (kcompactd0 left out)
     assert limited["inputs"]["median_kswapd_busiest_cpu"] == pytest.approx(0.95, abs=0.011)
     assert limited["pass"]
+    # no threads_wait.csv (a runtime before it): nothing runnable to report
+    assert limited["inputs"]["median_kswapd_busiest_runnable"] is None
     assert checks["demand_over_reclaim"]["missing"].startswith(regime.NO_FLOOR)
     kills = checks["sustained_kills"]
     assert kills["value"] == pytest.approx(1.0)

@@ -8,10 +8,12 @@ boot arguments, RAM, CPUs) with the original scheme's knobs (the classic
 LRU), the profile's watermarks and a swap disk of SWAP_FACTOR x RAM that
 never fills; the guest's script is a file in the output directory (the
 kernel's command line holds 2048 bytes). A shell loop samples the swap
-disk's write sectors and kswapd0's CPU ticks every SAMPLE_S; the peak is
-the largest 1-s window of swap writes (the paper's and metrics.py's
-definition of reclaim throughput), kswapd's busiest second the largest
-1-s growth of its CPU time, in CPUs.
+disk's write sectors, kswapd0's CPU ticks and the time it waited on a
+runqueue (/proc/PID/schedstat) every SAMPLE_S; the peak is the largest 1-s
+window of swap writes (the paper's and metrics.py's definition of reclaim
+throughput), kswapd's busiest second the largest 1-s growth of its CPU
+time, in CPUs, and its most runnable second that of its CPU time plus its
+wait.
 
 The allocator is `pmr-guest alloc` (runtime/src/workload/max_rate.rs): it keeps
 ALLOC_FACTOR x RAM of fresh anonymous memory turning over from WORKERS
@@ -44,7 +46,8 @@ RAM too slowly to swap within a minute).
   `max_rate` for the regime report's `reclaim_limited` check:
 
     "max_rate": {"reclaim_peak_mbps": 97.1, "kswapd_busiest_cpu": 0.98,
-                 "swapout_mb": 2210.4, "allocator": {...}, "error": null}
+                 "swapout_mb": 2210.4, "kswapd_busiest_runnable": 1.0,
+                 "allocator": {...}, "error": null}
 
   A failed measurement is kept as the error, never as a number.
 
@@ -95,6 +98,8 @@ SAMPLES_FILE = "samples.txt"
 SCRIPT_FILE = "guest.sh"
 CACHE = paths.BUILD_DIR / "reclaim_ceiling.json"
 USER_HZ = 100
+# a sampler line: uptime, the 17 block stat fields, utime, stime, run delay
+SAMPLE_FIELDS = 21
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,8 @@ class MaxRate:
     reclaim_peak_mbps: float
     kswapd_busiest_cpu: float
     swapout_mb: float
+    # on a CPU or waiting for one; None where schedstat was not readable
+    kswapd_busiest_runnable: float | None = None
 
 
 def allocator(profile: Profile) -> dict:
@@ -132,7 +139,8 @@ def guest_command(profile: Profile, out: Path) -> str:
         f"{writes}; "
         "kp=$(pgrep -x kswapd0); "
         "sample() { while :; do read -r up _ < /proc/uptime; read -r st < /sys/block/$dev/stat; "
-        'read -r -a ks < /proc/$kp/stat; echo "$up ${st} ${ks[13]} ${ks[14]}"; '
+        "read -r -a ks < /proc/$kp/stat; ss=(); read -r -a ss < /proc/$kp/schedstat || true; "
+        'echo "$up ${st} ${ks[13]} ${ks[14]} ${ss[1]:--}"; '
         f"sleep {SAMPLE_S}; done > {samples}; }}; "
         "sample & sampler=$!; "
         f"{paths.guest_runtime()} alloc --mb {job['bytes_mb']} --threads {WORKERS} "
@@ -143,29 +151,40 @@ def guest_command(profile: Profile, out: Path) -> str:
 
 def parse_samples(text: str) -> MaxRate:
     """Peak swap writes and kswapd's busiest second from the sampler's lines:
-    `uptime_s <the 17 /sys/block/<dev>/stat fields> utime stime`."""
-    t, sectors, ticks = [], [], []
+    `uptime_s <the 17 /sys/block/<dev>/stat fields> utime stime run_delay_ns`
+    (run_delay_ns `-` where /proc/PID/schedstat could not be read)."""
+    t, sectors, ticks, delays = [], [], [], []
     for line in text.splitlines():
         fields = line.split()
-        if len(fields) < 10:
+        if len(fields) != SAMPLE_FIELDS:
             continue  # cut off when the sampler was killed
         try:
-            t.append(float(fields[0]))
-            sectors.append(int(fields[7]))  # write sectors: the 7th stat field
-            ticks.append(int(fields[-2]) + int(fields[-1]))
+            # write sectors: the 7th stat field
+            row = (float(fields[0]), int(fields[7]), int(fields[-3]) + int(fields[-2]))
+            delay = None if fields[-1] == "-" else int(fields[-1])
         except ValueError:
             continue
+        t.append(row[0])
+        sectors.append(row[1])
+        ticks.append(row[2])
+        delays.append(delay)
     if len(t) < 2 or t[-1] - t[0] < 1.0:
         raise ValueError(f"{len(t)} samples over less than a second: nothing to measure")
     t_ms = np.array(t) * 1000
     _, write_mbps = per_window_mbps(t_ms, np.array(sectors, dtype=float) * SECTOR_BYTES)
-    # CPU ticks scaled so that "MB/s" reads as CPUs
-    _, cpus = per_window_mbps(t_ms, np.array(ticks, dtype=float) / USER_HZ * MB)
+    # CPU seconds scaled so that "MB/s" reads as CPUs
+    cpu_s = np.array(ticks, dtype=float) / USER_HZ
+    _, cpus = per_window_mbps(t_ms, cpu_s * MB)
+    runnable = None
+    if all(d is not None for d in delays):
+        waited_s = np.array(delays, dtype=float) / 1e9
+        runnable = round(max(per_window_mbps(t_ms, (cpu_s + waited_s) * MB)[1], default=0.0), 3)
     peak, busiest = max(write_mbps, default=0.0), max(cpus, default=0.0)
     return MaxRate(
         reclaim_peak_mbps=round(peak, 2),
         kswapd_busiest_cpu=round(busiest, 3),
         swapout_mb=round((sectors[-1] - sectors[0]) * SECTOR_BYTES / MB, 1),
+        kswapd_busiest_runnable=runnable,
     )
 
 
@@ -212,6 +231,7 @@ def measure(
         "reclaim_peak_mbps": None,
         "kswapd_busiest_cpu": None,
         "swapout_mb": None,
+        "kswapd_busiest_runnable": None,
         "allocator": allocator(profile),
         "error": None,
     }

@@ -325,6 +325,17 @@ pub fn parse_proc_stat(text: &str) -> Result<ProcStat> {
     })
 }
 
+/// The time a task has waited on a runqueue, in ns: the second field of
+/// /proc/<pid>/schedstat (`on-CPU ns, run-delay ns, timeslices`, present
+/// with CONFIG_SCHED_INFO).
+pub fn parse_schedstat_run_delay(text: &str) -> Result<u64> {
+    text.split_whitespace()
+        .nth(1)
+        .context("schedstat is too short")?
+        .parse()
+        .context("bad schedstat run delay")
+}
+
 /// A `Tag:   123 kB` value from /proc/<pid>/status.
 pub fn parse_status_kb(text: &str, tag: &str) -> Option<i64> {
     text.lines()
@@ -543,6 +554,16 @@ Node 0, zone   Normal
             (s.comm.as_str(), s.is_kernel_thread, s.cpu_ticks),
             ("a) b", false, 7)
         );
+    }
+
+    #[test]
+    fn schedstat_run_delay() {
+        assert_eq!(
+            parse_schedstat_run_delay("1513390104 274620355 20817\n").unwrap(),
+            274_620_355
+        );
+        assert!(parse_schedstat_run_delay("1513390104").is_err());
+        assert!(parse_schedstat_run_delay("1 x 3").is_err());
     }
 
     #[test]

@@ -7,9 +7,12 @@
 //! `threads_cpu.csv` (written by the sampler, metrics.rs) holds the same
 //! sums over time: one column per thread name found at the start, the CPU
 //! seconds each used since the start, at every sample. Only the threads
-//! found at the start are followed there.
+//! found at the start are followed there. `threads_wait.csv` has the same
+//! columns and rows for the seconds the threads waited on a runqueue
+//! (runnable, but no CPU free for them: /proc/<pid>/schedstat), so that a
+//! thread held to under a CPU by others shows as such.
 
-use crate::sys::proc_files::parse_proc_stat;
+use crate::sys::proc_files::{parse_proc_stat, parse_schedstat_run_delay};
 use std::collections::{BTreeMap, HashMap};
 
 /// pid -> (name, CPU ticks) of the matching kernel threads.
@@ -41,6 +44,26 @@ pub fn reread(start: &ThreadTicks) -> ThreadTicks {
         })
         .collect()
 }
+
+/// The threads of `start` again, with the ns each has waited on a runqueue
+/// so far in place of its CPU ticks (csv_row with 1e9 "ticks" per second
+/// gives seconds); those gone or renamed, or without schedstat, are left
+/// out.
+pub fn run_delays(start: &ThreadTicks) -> ThreadTicks {
+    start
+        .iter()
+        .filter_map(|(pid, (name, _))| {
+            let stat = parse_proc_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+                .ok()?;
+            let text = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+            let delay = parse_schedstat_run_delay(&text).ok()?;
+            (stat.comm == *name).then_some((*pid, (stat.comm, delay)))
+        })
+        .collect()
+}
+
+/// run_delays' units: ns.
+pub const RUN_DELAY_PER_SECOND: u64 = 1_000_000_000;
 
 /// The thread names of `threads`, sorted, each once: threads_cpu.csv's columns.
 pub fn names(threads: &ThreadTicks) -> Vec<String> {
@@ -123,5 +146,16 @@ mod tests {
         // kshrinkd0 gone: its cell stays empty
         assert_eq!(csv_row(500, &names, &start, &now, 100), "500,,2.50");
         assert_eq!(csv_row(0, &names, &start, &start, 100), "0,0.00,0.00");
+    }
+
+    #[test]
+    fn run_delay_rows_in_seconds() {
+        let start = ticks(&[(40, "kswapd0", 1_000_000_000)]);
+        let now = ticks(&[(40, "kswapd0", 1_250_000_000)]);
+        let names = names(&start);
+        assert_eq!(
+            csv_row(1000, &names, &start, &now, RUN_DELAY_PER_SECOND),
+            "1000,0.25"
+        );
     }
 }
