@@ -192,7 +192,7 @@ unit-sweep: setup
 #                        REPS (>= 3) x 10 rounds; devices 1 rep x 2 rounds;
 #                        the sweeps 1 rep x 2 rounds at three points each;
 #                        floor 1 x 2
-#   make paper-quick     ~24 min: original, acclaim and pmr, main 3 rounds,
+#   make paper-quick     ~24 min: original, acclaim and pmr, main 5 rounds,
 #                        the others 1, no sweeps: the regime and pmr's direction
 #   make paper-thorough  ~9.5 h: everything at REPS, every scheme, every sweep
 #                        point on both profiles, and `floor`

@@ -56,7 +56,8 @@ def test_quick_plan(tmp_path):
     # pmr's direction, against original and Acclaim, the paper's baseline
     assert by_name["main"].schemes == paper.QUICK_MAIN_SCHEMES == ("original", "acclaim", "pmr")
     assert (by_name["main"].profile, by_name["devices"].profile) == ("pixel6pro", "pixel5")
-    assert by_name["devices"].schemes == ("original", "pmr")
+    # devices for pixel5's peak_over_fio; pmr's Fig. 14 waits for full mode
+    assert by_name["devices"].schemes == paper.QUICK_DEVICE_SCHEMES == ("original",)
     # the regime's demand_over_reclaim needs the floor
     assert (by_name["floor"].profile, by_name["floor"].schemes) == (
         "pixel6pro-roomy",
@@ -374,8 +375,8 @@ SWEEPS_MODE = paper.Mode(
     min_reps=1,
     target_s=None,
     main_rounds=1,
-    main_schemes=paper.QUICK_SCHEMES,
-    device_schemes=paper.QUICK_SCHEMES,
+    main_schemes=("original", "pmr"),
+    device_schemes=("original", "pmr"),
     device_reps=None,
     device_rounds=1,
     sweep_reps=None,
@@ -412,7 +413,7 @@ def test_every_campaign_runs_into_its_own_results_dir(quick_out):
     )
     assert main_req.schemes == "original,acclaim,pmr"
     by_dir = {req.out.name: req for req in runner.calls}
-    assert by_dir["devices"].schemes == "original,pmr" and by_dir["devices"].profile == "pixel5"
+    assert by_dir["devices"].schemes == "original" and by_dir["devices"].profile == "pixel5"
     floor = by_dir["floor"]
     assert (floor.profile, floor.schemes, floor.rounds, floor.reps) == (
         "pixel6pro-roomy",
@@ -426,8 +427,8 @@ def test_every_campaign_runs_into_its_own_results_dir(quick_out):
         ("devices", True, False),
         ("floor", False, False),
     ]
-    # 3 + 2 runs of original, acclaim (main only) and pmr, 1 floor
-    assert len(runner.runs) == sum(c.runs for c in p.campaigns) == 6
+    # main's 3 runs of original, acclaim and pmr; original's on pixel5 and the floor
+    assert len(runner.runs) == sum(c.runs for c in p.campaigns) == 5
     assert ("floor", "original", 1) in runner.runs
     assert not any(scheme == "pps" for _, scheme, _ in runner.runs)
     assert (p.out / "floor" / "runs" / "original-r1" / "vmstat.csv").exists()
@@ -605,11 +606,14 @@ def test_fig14_says_when_devices_ran_fewer_rounds_than_main(tmp_path):
     assert paper_report.fig14_rounds_text(paper.plan(tmp_path / "t", mode="thorough")) == ""
 
 
-def test_fig14(quick_out):
+def test_fig14(quick_out, sweeps_out):
     _, result, _ = quick_out
     md = result.markdown.read_text()
-    # quick's devices ran 1 round, main QUICK_MAIN_ROUNDS
+    # quick's devices ran 1 round, main QUICK_MAIN_ROUNDS, and no pmr
     assert f"`devices` ran 1 round and `main` {paper.QUICK_MAIN_ROUNDS}" in md
+    assert _rows(md, "Fig. 14")["pmr"][1:4] == ["–", "36.0", "–"]
+    _, result, _ = sweeps_out
+    md = result.markdown.read_text()
     fig14 = _rows(md, "Fig. 14")
     # pmr's peak: 36 MB/s on pixel6pro, 80% of it on pixel5
     assert fig14["pmr"][1:4] == ["28.8", "36.0", "1.25"]
@@ -655,35 +659,32 @@ def test_a_second_run_skips_finished_campaigns(quick_out, tmp_path):
 
 def test_a_cut_off_campaign_is_continued(tmp_path):
     p = paper.plan(tmp_path / "out", mode="quick")
-    first = fake_campaign_runner(make_run, stop_after={"devices": 1})
+    first = fake_campaign_runner(make_run, stop_after={"main": 1})
     with pytest.raises(CutOff):
         _run(p, first)
-    assert paper.statuses(p) == {"main": "finished", "devices": "partial", "floor": "new"}
-    devices = p.campaign("devices")
-    assert paper.recorded_runs(p, devices) == 1
-    assert (
-        paper.runs_to_go(p, paper.statuses(p)) == devices.runs - 1 + p.campaign("floor").runs == 2
-    )
+    assert paper.statuses(p) == {"main": "partial", "devices": "new", "floor": "new"}
+    main = p.campaign("main")
+    assert paper.recorded_runs(p, main) == 1
+    others = p.campaign("devices").runs + p.campaign("floor").runs
+    assert paper.runs_to_go(p, paper.statuses(p)) == main.runs - 1 + others == 4
     lines = paper.estimate_lines(p, paper.statuses(p))
     assert any(
-        line.startswith("  devices") and f"[cut off: 1 of {devices.runs} runs done]" in line
+        line.startswith("  main") and f"[cut off: 1 of {main.runs} runs done]" in line
         for line in lines
     )
     runner = fake_campaign_runner(make_run)
     result, said = _run(p, runner)
     assert [(req.out.name, req.resume) for req in runner.calls] == [
-        ("devices", True),
+        ("main", True),
+        ("devices", False),
         ("floor", False),
     ]
-    # devices' first run is kept, not run again
-    assert ("devices", devices.schemes[0], 1) in first.runs
-    assert [r for r in runner.runs if r[0] == "devices"] == [
-        ("devices", s, 1) for s in devices.schemes[1:]
-    ]
-    assert result.skipped == ["main"] and result.moved == {}
+    # main's first run is kept, not run again
+    assert ("main", main.schemes[0], 1) in first.runs
+    assert [r for r in runner.runs if r[0] == "main"] == [("main", s, 1) for s in main.schemes[1:]]
+    assert result.skipped == [] and result.moved == {}
     assert any(
-        f"devices: cut off earlier, continued (1 of {devices.runs} runs done)" in line
-        for line in said
+        f"main: cut off earlier, continued (1 of {main.runs} runs done)" in line for line in said
     )
     assert set(paper.statuses(p).values()) == {"finished"}
 
@@ -691,16 +692,17 @@ def test_a_cut_off_campaign_is_continued(tmp_path):
 def test_a_cut_off_campaign_on_another_setup_is_moved_aside_and_run_again(tmp_path):
     p = paper.plan(tmp_path / "out", mode="quick")
     with pytest.raises(CutOff):
-        _run(p, fake_campaign_runner(make_run, stop_after={"devices": 1}))
-    runner = fake_campaign_runner(make_run, setup_changed=frozenset({"devices"}))
+        _run(p, fake_campaign_runner(make_run, stop_after={"main": 1}))
+    runner = fake_campaign_runner(make_run, setup_changed=frozenset({"main"}))
     result, said = _run(p, runner)
     assert [(req.out.name, req.resume) for req in runner.calls] == [
-        ("devices", True),
+        ("main", True),
+        ("main", False),
         ("devices", False),
         ("floor", False),
     ]
-    assert result.moved["devices"] == p.out / "devices.incomplete-1"
-    assert json.loads((p.out / "devices.incomplete-1" / "campaign.json").read_text())["runs"]
+    assert result.moved["main"] == p.out / "main.incomplete-1"
+    assert json.loads((p.out / "main.incomplete-1" / "campaign.json").read_text())["runs"]
     assert any("another kernel; moved to" in line for line in said)
     assert set(paper.statuses(p).values()) == {"finished"}
 
@@ -762,8 +764,7 @@ def test_a_directory_with_another_plan_is_refused(tmp_path):
     with pytest.raises(
         UserError,
         match=re.escape(
-            "devices holds another campaign (schemes ['original', 'pps', 'pmr'], "
-            "not ['original', 'pmr'])"
+            "devices holds another campaign (schemes ['original', 'pps', 'pmr'], not ['original'])"
         ),
     ):
         paper.statuses(p)

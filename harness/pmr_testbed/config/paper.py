@@ -33,9 +33,11 @@ TCG host (estimate_s, printed before anything starts):
   quick     ~24 min: 1 repetition (unless --reps says otherwise); main
             original, acclaim and pmr at QUICK_MAIN_ROUNDS rounds (the
             regime report needs switched apps killed and relaunched, which
-            starts in the second round), devices original and pmr 1 round, `floor`
-            1 round, no sweeps: quick results check the regime and show
-            the direction of pmr's effect, not the paper's figures.
+            starts in the second round, past the transient of the first
+            switching rounds), devices original 1 round (pixel5's
+            peak_over_fio), `floor` 1 round, no sweeps: quick results check
+            the regime and show the direction of pmr's effect, not the
+            paper's figures.
   full      ~2.5 h: main at `reps` (3 or more) x the scenario's 10 rounds
             for original, mglru, acclaim and pmr (the headline ratios with
             their spread); devices original, pps and pmr, 1 rep x 2 rounds
@@ -56,8 +58,8 @@ every scheme file anyway): each costs main `reps` more runs, ~29 min in
 full mode, which the estimate shows against the mode's budget.
 
 Each budget holds its plan's estimate at RUN_S: quick's 24 min main's
-three schemes at 3 rounds (~13 min, acclaim's run ~3.6 min of it) and
-devices and the floor (~9 min); full's 2 h 30 min main's four schemes at
+three schemes at 5 rounds (~18 min, acclaim's run ~5 min of it) and
+devices and the floor (~5 min); full's 2 h 30 min main's four schemes at
 3 x 10 rounds (~1 h 57 min, ~29 min per scheme) and the other campaigns
 (~30 min).
 
@@ -95,7 +97,10 @@ FLOOR_PROFILE = "pixel6pro-roomy"
 BASELINE = "original"
 # the paper's schemes first, in this order; any other scheme file follows
 PAPER_SCHEMES = ("original", "mglru", "acclaim", "pps", "pmr")
-QUICK_SCHEMES = ("original", "pmr")
+# quick mode's devices: pixel5's peak_over_fio, the regime's one check
+# there; pmr's Fig. 14 runs in full mode, where both profiles run the
+# rounds that weigh them alike
+QUICK_DEVICE_SCHEMES = ("original",)
 # quick mode's main: the direction of pmr's effect, and against Acclaim, the
 # paper's baseline in Figs. 11-13
 QUICK_MAIN_SCHEMES = ("original", "acclaim", "pmr")
@@ -104,9 +109,14 @@ QUICK_MAIN_SCHEMES = ("original", "acclaim", "pmr")
 # devices (Fig. 14) and in thorough mode's main: a fifth scheme at 3 x 10
 # rounds would cost main another half hour
 FULL_MAIN_SCHEMES = ("original", "mglru", "acclaim", "pmr")
-# quick mode's main: the fewest rounds in which the regime shows (switched
-# apps killed and relaunched from the second round on, kills in both halves)
-QUICK_MAIN_ROUNDS = 3
+# quick mode's main: the fewest rounds whose switches show the regime of a
+# full run's ten. Switched apps are killed and relaunched from the second
+# round on, but rounds 1-2 are a transient: seed 1's order relaunches 11-12
+# of their 20 switches (0.55-0.60, the top of relaunch_share's range) in
+# every run, and their hot switches still fault in what the first launches
+# pushed out (513 ms against a full run's 325 on 2026-11-30); rounds 1-4
+# relaunch 19 of 40, as rounds 1-9 do 0.49-0.51 of theirs
+QUICK_MAIN_ROUNDS = 5
 DEVICE_SCHEMES = ("original", "pps", "pmr")
 # what users deploy instead of PMR when reclaim cannot keep up: the vendor
 # kernels' extra kswapd threads (kernel/baselines/kswapd-threads), which the
@@ -153,7 +163,7 @@ MODES = {
             target_s=24 * 60,
             main_rounds=QUICK_MAIN_ROUNDS,
             main_schemes=QUICK_MAIN_SCHEMES,
-            device_schemes=QUICK_SCHEMES,
+            device_schemes=QUICK_DEVICE_SCHEMES,
             device_reps=None,
             device_rounds=1,
             sweep_reps=None,
