@@ -619,6 +619,12 @@ def test_a_failing_check_shows_as_failed():
     lines = regime.markdown_lines(result)
     row = next(ln for ln in lines if ln.startswith("| sustained_kills"))
     assert "❌ fail" in row and "0.00 (0.00 kills / 5 min" in row
+    # one run of original: its values, not medians, and the table says so
+    assert regime.ONE_RUN in lines
+
+
+def test_several_runs_need_no_one_run_caveat(tmp_path, ranged_pixel6pro):
+    assert regime.ONE_RUN not in regime.markdown_lines(regime.regime(_campaign(tmp_path / "c")))
 
 
 def test_host_speeds_come_from_the_dilation_and_the_time_scale():

@@ -29,7 +29,11 @@ what it needs. A median over runs is over original's ok runs.
   1-s growth of the kswapd threads' summed CPU seconds (threads_cpu.csv,
   columns named kswapd*, interpolated at whole seconds as metrics.py does
   for its counters) over the windows from the `switching` phase on (the
-  whole run without that phase event), median over runs.
+  whole run without that phase event), median over runs. Reported beside
+  it, judging nothing: the same for kswapd's CPU seconds plus the seconds
+  it waited for a CPU (threads_wait.csv), its most runnable second, and
+  both under the max-rate allocator: on the guest's two vCPUs the apps'
+  threads can hold kswapd under a CPU when it has work for a whole one.
 - `demand_over_reclaim`: how fast the apps demand memory without pressure
   (the floor campaign's original runs on pixel6pro-roomy: the largest
   anon_growth_peak_mbps of its runs) over main's median reclaim peak, each
@@ -829,6 +833,15 @@ def result_text(check: dict) -> str:
     return "❌ fail"
 
 
+ONE_RUN = (
+    "One run of original: each check is that run's value, not a median. "
+    "Original's peak reclaim, which peak_over_fio, reclaim_limited and "
+    "demand_over_reclaim weigh, is the second RAM first runs out, and it "
+    "differs between runs of one campaign more than these ranges allow "
+    "(docs/regime.md); a verdict needs the full run's repetitions."
+)
+
+
 def markdown_lines(result: dict) -> list[str]:
     """The Regime section's body: the checks' table, a line per check that
     could not be judged, and the figures reported without a range."""
@@ -852,6 +865,8 @@ def markdown_lines(result: dict) -> list[str]:
         for c in checks
     ]
     lines.append("")
+    if len(result["source"]["main"]["original_reps"]) == 1:
+        lines += [ONE_RUN, ""]
     if gaps := [c for c in checks if c["missing"]]:
         lines += [f"- `{c['name']}`: {c['missing']}" for c in gaps]
         lines.append("")
