@@ -149,6 +149,22 @@ mod tests {
     }
 
     #[test]
+    fn run_delays_read_the_threads_still_named_as_at_the_start() {
+        // the test host's kernel has CONFIG_SCHED_INFO, as Debian's does
+        let pid = std::process::id() as i32;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let comm = parse_proc_stat(&stat).unwrap().comm;
+        let delays = run_delays(&ticks(&[(pid, &comm, 0)]));
+        assert_eq!(
+            delays.get(&pid).map(|(n, _)| n.as_str()),
+            Some(comm.as_str())
+        );
+        // renamed since the start, or gone: left out
+        assert!(run_delays(&ticks(&[(pid, "not-this-name", 0)])).is_empty());
+        assert!(run_delays(&ticks(&[(i32::MAX, "gone", 0)])).is_empty());
+    }
+
+    #[test]
     fn run_delay_rows_in_seconds() {
         let start = ticks(&[(40, "kswapd0", 1_000_000_000)]);
         let now = ticks(&[(40, "kswapd0", 1_250_000_000)]);
