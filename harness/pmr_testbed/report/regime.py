@@ -509,7 +509,9 @@ def kswapd_busiest_runnable(
 ) -> float | None:
     """kswapd_busiest_cpu of the seconds kswapd was on a CPU plus those it
     waited for one (threads_cpu.csv and threads_wait.csv, joined on their
-    sample times): how much of a second it was runnable, at most."""
+    sample times): how much of a second it was runnable, at most. It can
+    read a little above 1: the sampler stamps a row with the time it was
+    due, and a sampler held up by the same contention reads it late."""
     waits = dict(zip(*wait))
     t_ms = [t for t in cpu[0] if t in waits]
     total = [c + waits[t] for t, c in zip(*cpu) if t in waits]
