@@ -109,13 +109,13 @@ QUICK_MAIN_SCHEMES = ("original", "acclaim", "pmr")
 # devices (Fig. 14) and in thorough mode's main: a fifth scheme at 3 x 10
 # rounds would cost main another half hour
 FULL_MAIN_SCHEMES = ("original", "mglru", "acclaim", "pmr")
-# quick mode's main: the fewest rounds whose switches show the regime of a
-# full run's ten. Switched apps are killed and relaunched from the second
-# round on, but rounds 1-2 are a transient: seed 1's order relaunches 11-12
-# of their 20 switches (0.55-0.60, the top of relaunch_share's range) in
-# every run, and their hot switches still fault in what the first launches
-# pushed out (513 ms against a full run's 325 on 2026-11-30); rounds 1-4
-# relaunch 19 of 40, as rounds 1-9 do 0.49-0.51 of theirs
+# quick mode's main: the fewest rounds whose relaunch share is a full
+# run's. Switched apps are killed and relaunched from the second round on,
+# but rounds 1-2 are a transient: seed 1's order relaunches 11-12 of their
+# 20 switches (0.55-0.60, the top of relaunch_share's range) in every run;
+# rounds 1-4 relaunch 0.45-0.50, as a full run's rounds 1-9 do 0.49-0.51.
+# Their hot switches stay slower than a full run's (431 ms against 325 on
+# 2026-11-30: cold_over_warm 2.02 against 2.50, docs/regime.md)
 QUICK_MAIN_ROUNDS = 5
 DEVICE_SCHEMES = ("original", "pps", "pmr")
 # what users deploy instead of PMR when reclaim cannot keep up: the vendor
