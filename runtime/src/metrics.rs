@@ -171,7 +171,7 @@ impl Sampler {
                 t_ms,
                 &self.thread_names,
                 &self.waits_at_start,
-                &threads_cpu::run_delays(&self.threads_at_start),
+                &threads_cpu::run_delays(&now),
                 threads_cpu::RUN_DELAY_PER_SECOND
             )
         )?;

@@ -45,19 +45,17 @@ pub fn reread(start: &ThreadTicks) -> ThreadTicks {
         .collect()
 }
 
-/// The threads of `start` again, with the ns each has waited on a runqueue
-/// so far in place of its CPU ticks (csv_row with 1e9 "ticks" per second
-/// gives seconds); those gone or renamed, or without schedstat, are left
-/// out.
-pub fn run_delays(start: &ThreadTicks) -> ThreadTicks {
-    start
+/// The ns each thread of `threads` (read() or reread(), which check the
+/// names) has waited on a runqueue so far, in place of its CPU ticks
+/// (csv_row with RUN_DELAY_PER_SECOND "ticks" gives seconds); a thread gone
+/// since, or without schedstat, is left out.
+pub fn run_delays(threads: &ThreadTicks) -> ThreadTicks {
+    threads
         .iter()
         .filter_map(|(pid, (name, _))| {
-            let stat = parse_proc_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
-                .ok()?;
             let text = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
             let delay = parse_schedstat_run_delay(&text).ok()?;
-            (stat.comm == *name).then_some((*pid, (stat.comm, delay)))
+            Some((*pid, (name.clone(), delay)))
         })
         .collect()
 }
@@ -154,13 +152,13 @@ mod tests {
         let pid = std::process::id() as i32;
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
         let comm = parse_proc_stat(&stat).unwrap().comm;
-        let delays = run_delays(&ticks(&[(pid, &comm, 0)]));
+        let delays = run_delays(&reread(&ticks(&[(pid, &comm, 0)])));
         assert_eq!(
             delays.get(&pid).map(|(n, _)| n.as_str()),
             Some(comm.as_str())
         );
-        // renamed since the start, or gone: left out
-        assert!(run_delays(&ticks(&[(pid, "not-this-name", 0)])).is_empty());
+        // renamed since the start (reread leaves it out), or gone: left out
+        assert!(run_delays(&reread(&ticks(&[(pid, "not-this-name", 0)]))).is_empty());
         assert!(run_delays(&ticks(&[(i32::MAX, "gone", 0)])).is_empty());
     }
 
