@@ -44,7 +44,7 @@ unit-test:
 	cd runtime && $(CARGO) test --release --locked --quiet
 
 integration-test:
-	$(PYTEST) tests/integration -q -m integration
+	$(PYTEST) tests/integration -q -m integration --durations=10
 
 kernel: setup
 	$(PMRTB) build-kernel

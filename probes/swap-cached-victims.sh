@@ -6,13 +6,13 @@
 #
 # 1. pmr/enabled=MODE; cgroup `cold` writes 160 MB of anon once and
 #    leaves it alone;
-# 2. cgroup `load` allocates 0.8 x RAM of anon (for at most 30 s) until
-#    `cold` holds 4 MB of anon victims; then `load` ends and its memory
-#    is freed, so that no reclaim runs but the probe's own. If under
-#    2 MB of them are left a second later, the load runs again (90 s in
-#    all). The victims that reclaim paged out last stay on the list,
-#    paged out (in the swap cache, mapped by no page table:
-#    lib/paged_out.py), until the next take frees them;
+# 2. cgroup `load` allocates anon (for at most 30 s) until `cold` holds
+#    4 MB of anon victims; then `load` ends and its memory is freed, so
+#    that no reclaim runs but the probe's own. If under 2 MB of them are
+#    left a second later, the load runs again (90 s in all;
+#    load_until_victims in lib/guest.sh). The victims that reclaim paged
+#    out last stay on the list, paged out (in the swap cache, mapped by no
+#    page table: lib/paged_out.py), until the next take frees them;
 #    2b. reclaim writes victims when it takes them, and once the load has
 #    ended none may have been written yet (a CI run had 3.5 MB of
 #    victims and 16 kB paged out). While under 256 kB of `cold`'s anon is

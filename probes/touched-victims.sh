@@ -5,11 +5,16 @@
 #
 # 1. pmr/victim_target_kbytes=65536 and pmr/enabled=MODE; cgroup `app`
 #    writes 128 MB of anon once (lib/touch_app.py);
-# 2. cgroup `load` allocates 0.8 x RAM of anon (for at most 30 s) until
-#    `app` holds 8 MB of anon victims; then `load` ends and its memory
-#    is freed, so that no reclaim runs but the probe's own. If under
-#    4 MB of them are left a second later, the load runs again (90 s in
-#    all);
+# 2. cgroup `load` allocates anon (for at most 30 s) until `app` holds
+#    8 MB of anon victims; then `load` ends and its memory is freed, so
+#    that no reclaim runs but the probe's own. If under 4 MB of them are
+#    left a second later, the load runs again (90 s in all;
+#    load_until_victims in lib/guest.sh). Then kshrinkd is woken
+#    (top_up_victims), which tops the victims up to the target, mostly
+#    from `app`: the ask of step 4 is a share of them, and the more
+#    reclaim pages out, the more of it is still in the swap cache at the
+#    end (a CI run whose loads left 1-16 MB of victims, with no top-up,
+#    asked for 1-4 MB a round and left 0 or 1 there);
 # 3. `app` reads every even page of its area: the victims among them are
 #    used again, those among the odd pages are not. Where each page is
 #    (present, swapped out) is read from /proc/PID/pagemap
@@ -78,6 +83,7 @@ while [ "$rounds" -lt "$MAX_ROUNDS" ] && { [ "$odd" -lt 128 ] || [ "$cached" -lt
 		log "app never kept 4 MB of anon victims"
 		continue
 	fi
+	top_up_victims app
 	log "app: anon $(memstat app anon) swap $(cat $cg/app/memory.swap.current)"
 
 	rm -f "$out/app.touched" "$out/app.odd" "$out/app.incore"

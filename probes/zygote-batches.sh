@@ -36,6 +36,7 @@ pmr_knob unmap_unit_kbytes 4096
 pmr_knob victim_target_kbytes 65536
 mkdir "$cg/apps"
 need_victims "$cg/apps/memory.stat"
+rm -f "$out/zygote.map"
 sh -c "echo \$\$ >$cg/apps/cgroup.procs; exec python3 $lib/zygote_apps.py 4 16 8 8 $out" &
 zygote=$!
 wait_for 60 test -e "$out/zygote.map" || verdict 2 "the zygote's apps did not write their 64 MB within 60 s"
