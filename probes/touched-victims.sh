@@ -11,10 +11,10 @@
 #    left a second later, the load runs again (90 s in all;
 #    load_until_victims in lib/guest.sh). Then kshrinkd is woken
 #    (top_up_victims), which tops the victims up to the target, mostly
-#    from `app`: the ask of step 4 is a share of them, and the more
-#    reclaim pages out, the more of it is still in the swap cache at the
-#    end (a CI run whose loads left 1-16 MB of victims, with no top-up,
-#    asked for 1-4 MB a round and left 0 or 1 there);
+#    from `app`. The ask of step 4 is a share of them: a CI run whose
+#    loads left 1-16 MB of victims, with no top-up, asked for 1-4 MB a
+#    round and left 0 or 1 paged-out victims in the swap cache for step
+#    5; an ask of about 16 MB left 113-405 in a round on this machine;
 # 3. `app` reads every even page of its area: the victims among them are
 #    used again, those among the odd pages are not. Where each page is
 #    (present, swapped out) is read from /proc/PID/pagemap
