@@ -9,12 +9,12 @@
 #    8 MB of anon victims; then `load` ends and its memory is freed, so
 #    that no reclaim runs but the probe's own. If under 4 MB of them are
 #    left a second later, the load runs again (90 s in all;
-#    load_until_victims in lib/guest.sh). Then kshrinkd is woken
-#    (top_up_victims), which tops the victims up to the target, mostly
-#    from `app`. The ask of step 4 is a share of them: a CI run whose
-#    loads left 1-16 MB of victims, with no top-up, asked for 1-4 MB a
-#    round and left 0 or 1 paged-out victims in the swap cache for step
-#    5; an ask of about 16 MB left 113-405 in a round on this machine;
+#    load_until_victims in lib/guest.sh, which then wakes kshrinkd to top
+#    the victims up to the target, mostly from `app`). The ask of step 4
+#    is a share of them: a CI run whose loads left 1-16 MB of victims,
+#    with no top-up, asked for 1-4 MB a round and left 0 or 1 paged-out
+#    victims in the swap cache for step 5; topped up, asks of 2.5-16 MB
+#    left 78-405 in a round on this machine;
 # 3. `app` reads every even page of its area: the victims among them are
 #    used again, those among the odd pages are not. Where each page is
 #    (present, swapped out) is read from /proc/PID/pagemap
@@ -83,7 +83,6 @@ while [ "$rounds" -lt "$MAX_ROUNDS" ] && { [ "$odd" -lt 128 ] || [ "$cached" -lt
 		log "app never kept 4 MB of anon victims"
 		continue
 	fi
-	top_up_victims app
 	log "app: anon $(memstat app anon) swap $(cat $cg/app/memory.swap.current)"
 
 	rm -f "$out/app.touched" "$out/app.odd" "$out/app.incore"

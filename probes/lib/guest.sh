@@ -203,8 +203,8 @@ top_up_victims() {
 # KEEP bytes of them are left a second later (kswapd, still busy, may take
 # them all), the load runs again, for 90 s in all. Reclaim takes the
 # victims about as fast as kshrinkd makes them, so few may be left when the
-# load ends (on a slow host, under 4 MB where 16 were wanted): with fewer
-# than WANT, top_up_victims. A load is 0.8 x RAM, or
+# load ends (on a slow host, under 4 MB where 16 were wanted): after each
+# load, top_up_victims. A load is 0.8 x RAM, or
 # LOAD_OVER_AVAILABLE_MB more than MemAvailable when that is larger: once
 # a load fits, reclaim stops, and a load of the same size fits again after
 # the first has pushed CGROUP's memory out. Both times are stretched by the
@@ -239,6 +239,6 @@ load_until_victims() {
 		victims=$(anon_victims "$1")
 		log "load of $lu_mb MB ended after $(($(date +%s) - lu_start)) s:" \
 		    "$1 anon victims $lu_made, a second later $victims"
-		[ "$victims" -ge "$2" ] || top_up_victims "$1"
+		top_up_victims "$1"
 	done
 }
