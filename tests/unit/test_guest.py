@@ -60,6 +60,8 @@ def test_vng_command_uses_tcg_when_told(tmp_path):
     opts = [a for a in with_disk if a.startswith("--qemu-opts=")]
     assert len(opts) == 1 and "serial=pmrswap" in opts[0]
     assert "debug-threads=on" in opts[0]  # host_cpu.py finds the vCPU threads by name
+    # the guest's RAM is the host's before it boots: no host fault on a first write
+    assert "-mem-prealloc" in opts[0].split()
     kvm = vm.vng_command(
         Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2, accel="kvm", rwdirs=[], disks=[]
     )

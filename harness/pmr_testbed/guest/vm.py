@@ -247,6 +247,16 @@ def detect_accel(kernel: Path) -> str:
 TCG_BOOT_ARGS = ["tsc=reliable"]
 
 
+# QEMU allocates a guest's RAM from the host lazily: the guest's first write
+# to each of its physical pages also faults in the host, a phone's DRAM has
+# no such cost. In a 2 GB guest with 2 vCPUs under TCG that made a fresh
+# anonymous page cost 21.7 us to fault, against 13.0 us with the RAM
+# preallocated and 11.9 us for a page the guest had used before: the apps'
+# demand before the first reclaim ran at 0.6x the rate of the same work
+# later. Every guest's RAM is allocated before it boots.
+QEMU_RAM_OPTS = ("-mem-prealloc",)
+
+
 def accel_boot_args(accel: str) -> list[str]:
     """Kernel command line every guest under `accel` gets."""
     return list(TCG_BOOT_ARGS) if accel == "tcg" else []
@@ -294,7 +304,7 @@ def vng_command(
     for d in rwdirs:
         cmd += ["--rwdir", str(d)]
     # name QEMU's threads ("CPU 0/TCG"), for host_cpu.py; -name options merge
-    qemu: list[str] = ["-name", "debug-threads=on"]
+    qemu: list[str] = ["-name", "debug-threads=on", *QEMU_RAM_OPTS]
     for disk in disks:
         qemu += disk.qemu_args()
     # "=" form: argparse would take a value that starts with "-" for an option

@@ -243,7 +243,9 @@ def measure(
 
 
 def _key(version: str, accel: str) -> str:
-    boot_args = " ".join(vm.accel_boot_args(accel) + kernel.BOOT_ARGS[CALIBRATION_FLAVOUR])
+    boot_args = " ".join(
+        vm.accel_boot_args(accel) + kernel.BOOT_ARGS[CALIBRATION_FLAVOUR] + list(vm.QEMU_RAM_OPTS)
+    )
     return (
         f"{version}|{CALIBRATION_FLAVOUR}|{accel}|{boot_args}|{host.cpu_model()}|{CEILING_PROFILE}"
     )
