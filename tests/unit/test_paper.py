@@ -32,6 +32,7 @@ from pmr_testbed.analysis.significance import permutation_p
 from pmr_testbed.config import paper, profiles
 from pmr_testbed.config.sweep import parse_name
 from pmr_testbed.errors import UserError
+from pmr_testbed.guest import dilation
 from pmr_testbed.report import campaign_report, paper_report, regime, shortfall
 from pmr_testbed.workflows import paper as paper_run
 
@@ -457,6 +458,40 @@ def test_the_sweeps_run_their_kernel_default_point_once(sweeps_out):
     assert p.campaign("unit-pixel6pro").schemes == (f"pmr@{paper.UNIT_KEY}=1024",)
     assert not (p.out / "unit-pixel6pro" / "plots" / f"sweep_{paper.UNIT_KEY}.png").exists()
     assert result.failed_runs == 0
+
+
+def test_every_campaign_runs_at_the_first_campaigns_dilation(tmp_path):
+    """A campaign not given a dilation measures one, later ones faster: the
+    floor and devices must run at main's, not at their own."""
+    inner = fake_campaign_runner(make_run)
+    measured = []
+
+    def runner(req, progress):
+        done = inner(req, progress)
+        if req.dilation is None:
+            measured.append(req.out.name)
+        dil = req.dilation or dilation.Dilation(
+            factor=10.0,
+            host_ns_per_page=40.0,
+            guest_ns_per_page=400.0 - 100 * len(measured),
+            host_work_iters_per_ms=1.0,
+            guest_work_iters_per_ms=1.0,
+            accel="tcg",
+            host_fault_ns_per_page=1.0,
+            guest_fault_ns_per_page=1.0,
+        )
+        done["dilation"] = dil.as_dict()
+        (req.out / "campaign.json").write_text(json.dumps(done))
+        return done
+
+    p = paper.plan(tmp_path / "out", mode="quick")
+    _run(p, runner)
+    assert measured == ["main"]
+    scales = {
+        c.name: json.loads((p.out / c.name / "campaign.json").read_text())["dilation"]
+        for c in p.campaigns
+    }
+    assert {d["guest_ns_per_page"] for d in scales.values()} == {300.0}
 
 
 def test_paper_md_has_the_regime_before_the_headline_ratios(quick_out):

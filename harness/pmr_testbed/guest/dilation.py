@@ -23,11 +23,13 @@ of its rounds: one boot alone has given 9.98 and, ten minutes later on the
 same host, kernel and command line, 16.65. Each boot's ns per page is kept
 beside it.
 Results are cached per (kernel, accel, kernel command line, runtime binary,
-host CPU) for MAX_AGE_S, one entry per combination: the campaigns of one
-`pmrtb paper` share a measurement, and switching between the testbed and
-the debug kernel does not measure either again, but a campaign started
-later measures the host as it is then. A campaign that is continued
-(`pmrtb paper` on the same --out) keeps the dilation it recorded.
+host CPU) for MAX_AGE_S, one entry per combination: switching between the
+testbed and the debug kernel does not measure either again, but a
+campaign started later measures the host as it is then. The campaigns of
+one `pmrtb paper` all run at the dilation its first campaign recorded
+(workflows/paper.py), however long they take. A campaign that is
+continued (`pmrtb paper` on the same --out) keeps the dilation it
+recorded.
 """
 
 from __future__ import annotations

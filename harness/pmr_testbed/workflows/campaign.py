@@ -82,6 +82,9 @@ class CampaignRequest:
     trace_events: tuple[str, ...] = ()
     # (name, bzImage) of each named kernel to run the schemes on; none: the testbed's
     kernels: tuple[tuple[str, Path], ...] = ()
+    # the dilation to run at instead of measuring one (a `pmrtb paper`'s, which
+    # all its campaigns share); a continued campaign keeps its own
+    dilation: dilation_mod.Dilation | None = None
 
 
 # a named kernel's name: a column label's suffix and part of run directory names
@@ -228,7 +231,7 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
         req.flavour,
         req.out,
         lambda msg: progress(msg, False),
-        recorded_dilation(req.out) if req.resume else None,
+        (recorded_dilation(req.out) if req.resume else None) or req.dilation,
     )
     image, accel, dil, limits = machine.image, machine.accel, machine.dilation, machine.limits
     campaign: dict[str, Any] = {

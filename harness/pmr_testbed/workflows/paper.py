@@ -1,6 +1,14 @@
 """`pmrtb paper`'s run: every campaign of a plan (config/paper.py) not
 finished yet, continued or moved aside as its resume rules say, then each
-campaign's report and the combined one (report/paper_report.py)."""
+campaign's report and the combined one (report/paper_report.py).
+
+Every campaign runs at the dilation the first one measured (its
+`time_scale` and flash throttle): the regime weighs the floor's demand
+against main's reclaim, and a full evaluation outlasts the hour a
+measurement stands for (dilation.MAX_AGE_S). Campaigns that measured their
+own, a floor at time_scale 0.40 beside a main at 0.60 in one quick run,
+compared a launch's burst of growth, which the clock does not stretch, on
+two clocks."""
 
 from __future__ import annotations
 
@@ -9,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.paper import SCENARIO, CampaignSpec, PaperPlan, recorded_runs, statuses
+from ..guest.dilation import Dilation
 from ..report import paper_report
 from . import campaign
 
@@ -17,9 +26,14 @@ RunCampaign = Callable[[campaign.CampaignRequest, Progress], dict]
 
 
 def request(
-    spec: CampaignSpec, out: Path, seed: int, resume: bool = False
+    spec: CampaignSpec,
+    out: Path,
+    seed: int,
+    resume: bool = False,
+    dilation: Dilation | None = None,
 ) -> campaign.CampaignRequest:
-    """What `pmrtb run` would be asked for campaign `spec` of the plan."""
+    """What `pmrtb run` would be asked for campaign `spec` of the plan, at
+    `dilation` when given."""
     return campaign.CampaignRequest(
         SCENARIO,
         spec.profile,
@@ -31,7 +45,18 @@ def request(
         swap_bandwidth=spec.swap_bandwidth,
         max_rate=spec.max_rate,
         resume=resume,
+        dilation=dilation,
     )
+
+
+def shared_dilation(p: PaperPlan) -> Dilation | None:
+    """The dilation of the plan's first campaign that recorded one, which
+    the others run at; None before any did."""
+    for spec in p.campaigns:
+        recorded = campaign.recorded_dilation(p.out / spec.name)
+        if recorded is not None:
+            return recorded
+    return None
 
 
 def move_aside(d: Path) -> Path:
@@ -84,13 +109,13 @@ def run(
                 f"({recorded_runs(p, spec)} of {spec.runs} runs done)"
             )
             try:
-                runner(request(spec, p.out, p.seed, resume=True), progress)
+                runner(request(spec, p.out, p.seed, True, shared_dilation(p)), progress)
                 ran.append(spec.name)
                 continue
             except campaign.SetupChanged as exc:
                 moved[spec.name] = move_aside(d)
                 say(f"{spec.name}: {exc}; moved to {moved[spec.name]} and run again")
-        runner(request(spec, p.out, p.seed), progress)
+        runner(request(spec, p.out, p.seed, dilation=shared_dilation(p)), progress)
         ran.append(spec.name)
     collected = paper_report.collect(p)
     md = paper_report.write(p, collected)
