@@ -100,8 +100,8 @@ def _host_bench() -> dict:
 
 def _key(kernel_version: str, accel: str, append: list[str]) -> str:
     digest = paths.runtime_digest()[:12]
-    boot_args = " ".join(vm.accel_boot_args(accel) + list(append) + list(vm.QEMU_RAM_OPTS))
-    return f"{kernel_version}|{accel}|{boot_args}|{digest}|{host.cpu_model()}"
+    boot = vm.boot_signature(accel, append)
+    return f"{kernel_version}|{accel}|{boot}|{digest}|{host.cpu_model()}"
 
 
 def _read_cache() -> dict[str, dict]:

@@ -262,6 +262,13 @@ def accel_boot_args(accel: str) -> list[str]:
     return list(TCG_BOOT_ARGS) if accel == "tcg" else []
 
 
+def boot_signature(accel: str, append: list[str]) -> str:
+    """How a guest under `accel` with `append` on its command line boots,
+    beyond its kernel: the command line and QEMU's RAM options. The caches
+    of measurements made in a guest (dilation.py, max_rate.py) key on it."""
+    return " ".join(accel_boot_args(accel) + list(append) + list(QEMU_RAM_OPTS))
+
+
 @dataclass
 class BootResult:
     returncode: int

@@ -243,12 +243,8 @@ def measure(
 
 
 def _key(version: str, accel: str) -> str:
-    boot_args = " ".join(
-        vm.accel_boot_args(accel) + kernel.BOOT_ARGS[CALIBRATION_FLAVOUR] + list(vm.QEMU_RAM_OPTS)
-    )
-    return (
-        f"{version}|{CALIBRATION_FLAVOUR}|{accel}|{boot_args}|{host.cpu_model()}|{CEILING_PROFILE}"
-    )
+    boot = vm.boot_signature(accel, kernel.BOOT_ARGS[CALIBRATION_FLAVOUR])
+    return f"{version}|{CALIBRATION_FLAVOUR}|{accel}|{boot}|{host.cpu_model()}|{CEILING_PROFILE}"
 
 
 def ceiling_now(entry: dict, guest_ns_per_page: float) -> float:

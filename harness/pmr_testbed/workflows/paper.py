@@ -2,13 +2,10 @@
 finished yet, continued or moved aside as its resume rules say, then each
 campaign's report and the combined one (report/paper_report.py).
 
-Every campaign runs at the dilation the first one measured (its
-`time_scale` and flash throttle): the regime weighs the floor's demand
-against main's reclaim, and a full evaluation outlasts the hour a
-measurement stands for (dilation.MAX_AGE_S). Campaigns that measured their
-own, a floor at time_scale 0.40 beside a main at 0.60 in one quick run,
-compared a launch's burst of growth, which the clock does not stretch, on
-two clocks."""
+Every campaign runs at the dilation the first one recorded (its
+`time_scale` and flash throttle), however long the evaluation takes: the
+regime weighs the floor's demand against main's reclaim on one clock, and
+a measurement stands for an hour only (dilation.MAX_AGE_S)."""
 
 from __future__ import annotations
 
@@ -103,19 +100,20 @@ def run(
             say(f"{spec.name}: finished earlier, skipped")
             continue
         say(f"{spec.name}: {spec.profile}, {', '.join(spec.schemes)}")
+        dil = shared_dilation(p)
         if state[spec.name] == "partial":
             say(
                 f"{spec.name}: cut off earlier, continued "
                 f"({recorded_runs(p, spec)} of {spec.runs} runs done)"
             )
             try:
-                runner(request(spec, p.out, p.seed, True, shared_dilation(p)), progress)
+                runner(request(spec, p.out, p.seed, True, dil), progress)
                 ran.append(spec.name)
                 continue
             except campaign.SetupChanged as exc:
                 moved[spec.name] = move_aside(d)
                 say(f"{spec.name}: {exc}; moved to {moved[spec.name]} and run again")
-        runner(request(spec, p.out, p.seed, dilation=shared_dilation(p)), progress)
+        runner(request(spec, p.out, p.seed, dilation=dil), progress)
         ran.append(spec.name)
     collected = paper_report.collect(p)
     md = paper_report.write(p, collected)
