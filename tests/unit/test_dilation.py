@@ -10,8 +10,9 @@ from pmr_testbed.guest import dilation, vm
 from pmr_testbed.report import campaign_report
 from pmr_testbed.workflows import campaign
 
-# a measurement a minute old: within MAX_AGE_S
+# a measurement a minute old
 NOW = time.time() - 60
+FIVE_BOOTS = [160.0, 150.0, 170.0, 160.0, 165.0]
 
 
 def _dilation() -> dilation.Dilation:
@@ -24,6 +25,7 @@ def _dilation() -> dilation.Dilation:
         accel="tcg",
         host_fault_ns_per_page=400.0,
         guest_fault_ns_per_page=14_000.0,
+        guest_ns_per_page_boots=FIVE_BOOTS,
         measured_unix=NOW,
     )
 
@@ -90,7 +92,7 @@ def test_setup_line_gives_the_fault_slowdown_when_measured():
     assert "fault" not in campaign_report.setup_lines(old)[1]
 
 
-def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
+def test_the_guest_figures_are_the_median_of_five_boots(tmp_path, monkeypatch):
     monkeypatch.setattr(dilation, "CACHE", tmp_path / "dilation.json")
     monkeypatch.setattr(dilation, "_key", lambda version, accel, append: "k")
     monkeypatch.setattr(dilation.paths, "RUNTIME_BIN", tmp_path / "pmr-guest")
@@ -101,7 +103,9 @@ def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
         lambda: {"ns_per_page": 40.0, "work_iters_per_ms": 400e3, "fault_ns_per_page": 2500.0},
     )
     # one boot far off, as measured once (9.98, then 16.65 on the same setup)
-    per_boot = iter([(400.0, 34000.0), (660.0, 50000.0), (420.0, 33000.0)])
+    per_boot = iter(
+        [(400.0, 34000.0), (660.0, 50000.0), (420.0, 33000.0), (250.0, 20000.0), (430.0, 35000.0)]
+    )
     consoles = []
 
     def boot(kernel, *, console_path, **kw):
@@ -118,10 +122,12 @@ def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
         "dilation-console-1.log",
         "dilation-console-2.log",
         "dilation-console-3.log",
+        "dilation-console-4.log",
+        "dilation-console-5.log",
     ]
     assert d.guest_ns_per_page == 420.0 and d.factor == 10.5
     assert d.guest_fault_ns_per_page == 34000.0
-    assert d.guest_ns_per_page_boots == [400.0, 660.0, 420.0]
+    assert d.guest_ns_per_page_boots == [400.0, 660.0, 420.0, 250.0, 430.0]
     # cached with its boots, and loaded again without booting
     monkeypatch.setattr(dilation.vm, "boot", None)
     assert dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path) == d
@@ -134,18 +140,30 @@ def test_the_guest_figures_are_the_median_of_three_boots(tmp_path, monkeypatch):
         "guest": {"ram_mb": 2048, "cpus": 2, "scale": 0.17},
         "qemu": {"accel": "tcg"},
     }
-    assert "the median of 3 boots: 400.0, 660.0, 420.0" in campaign_report.setup_lines(summary)[1]
+    assert (
+        "the median of 5 boots: 400.0, 660.0, 420.0, 250.0, 430.0"
+        in campaign_report.setup_lines(summary)[1]
+    )
 
 
-@pytest.mark.parametrize("age_s, measured", [(60, False), (dilation.MAX_AGE_S + 60, True)])
-def test_a_cached_dilation_stands_for_max_age_s(tmp_path, monkeypatch, age_s, measured):
-    """The host's memory speed moves (2x between two days here): an entry
-    older than MAX_AGE_S, or one without its time, is measured again."""
+@pytest.mark.parametrize(
+    "stored, measured",
+    [
+        ({"measured_unix": time.time() - 30 * 86400}, False),  # a month old: still the host's
+        ({"measured_unix": 0.0}, True),  # a record of an earlier version, without its time
+        ({"guest_ns_per_page_boots": [160.0, 150.0, 170.0]}, True),  # fewer boots than now
+    ],
+)
+def test_a_cached_dilation_stands_until_deleted(tmp_path, monkeypatch, stored, measured):
+    """The benchmark is noisy (three boots gave 390-481 ns at one hour and
+    247-397 at the next): a host is measured once, and every later campaign
+    runs at that clock and flash. Only a record written by an earlier
+    version (without its time, or over fewer boots) is measured again."""
     monkeypatch.setattr(dilation, "CACHE", tmp_path / "dilation.json")
     monkeypatch.setattr(dilation, "_key", lambda version, accel, append: "k")
     monkeypatch.setattr(dilation.paths, "RUNTIME_BIN", tmp_path / "pmr-guest")
     (tmp_path / "pmr-guest").write_text("")
-    old = dict(_dilation().as_dict(), measured_unix=time.time() - age_s)
+    old = dict(_dilation().as_dict(), **stored)
     (tmp_path / "dilation.json").write_text(json.dumps({"entries": {"k": old}}))
     monkeypatch.setattr(
         dilation,
@@ -156,13 +174,10 @@ def test_a_cached_dilation_stands_for_max_age_s(tmp_path, monkeypatch, age_s, me
     monkeypatch.setattr(dilation.vm, "boot", lambda *a, **k: vm.BootResult(0, line + "\n", 10.0))
     d = dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path)
     assert (d.guest_ns_per_page == 320.0) is measured
-    stale = dict(old)
-    del stale["measured_unix"]  # a record of an earlier version
-    (tmp_path / "dilation.json").write_text(json.dumps({"entries": {"k": stale}}))
-    assert (
-        dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path).guest_ns_per_page
-        == 320.0
-    )
+    assert len(d.guest_ns_per_page_boots) == dilation.GUEST_BOOTS
+    # what was measured is stored, and the next campaign finds it
+    monkeypatch.setattr(dilation.vm, "boot", None)
+    assert dilation.measure(tmp_path / "bzImage", "6.1", "tcg", work_dir=tmp_path) == d
 
 
 def test_a_continued_campaign_keeps_the_dilation_it_recorded(tmp_path):

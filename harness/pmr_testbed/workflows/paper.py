@@ -3,9 +3,9 @@ finished yet, continued or moved aside as its resume rules say, then each
 campaign's report and the combined one (report/paper_report.py).
 
 Every campaign runs at the dilation the first one recorded (its
-`time_scale` and flash throttle), however long the evaluation takes: the
-regime weighs the floor's demand against main's reclaim on one clock, and
-a measurement stands for an hour only (dilation.MAX_AGE_S)."""
+`time_scale` and flash throttle), even when the host's stored one is
+measured again meanwhile: the regime weighs the floor's demand against
+main's reclaim on one clock."""
 
 from __future__ import annotations
 
