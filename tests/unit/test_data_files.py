@@ -545,8 +545,8 @@ def test_spec_of_acclaim_with_pmr_has_the_marks_and_the_scaled_bounds(tmp_path):
     both = build("acclaim+pmr")["scheme"]
     assert both["background"] == {"file": "memory.acclaim_bg", "apps": "not-foreground"}
     knobs = {k["path"]: k["value"] for k in both["knobs"]}
-    assert knobs["/sys/kernel/mm/acclaim/lwp_goal_min_kbytes"] == "5348"
-    assert knobs["/sys/kernel/mm/acclaim/lwp_goal_max_kbytes"] == "5905"
+    assert knobs["/sys/kernel/mm/acclaim/lwp_goal_min_kbytes"] == "8020"
+    assert knobs["/sys/kernel/mm/acclaim/lwp_goal_max_kbytes"] == "8856"
     assert knobs["/sys/kernel/mm/acclaim/fae_enabled"] == "1"
     assert knobs["/sys/kernel/mm/pmr/enabled"] == "2"
     assert both["kthreads"][0]["comm"] == "kswapd"

@@ -113,7 +113,7 @@ def test_guest_fio_command_runs_both_jobs(tmp_path):
 def test_ceiling_refuses_an_allocator_that_did_not_swap(tmp_path, monkeypatch):
     """A ceiling of 0 would leave the disk unthrottled: an error, not a number."""
     monkeypatch.setattr(max_rate, "CACHE", tmp_path / "cache.json")
-    monkeypatch.setattr(max_rate, "_key", lambda version, accel: "k")
+    monkeypatch.setattr(max_rate, "_key", lambda version, accel, ram_mb: "k")
     monkeypatch.setattr(max_rate, "_boot", lambda *a, **k: max_rate.MaxRate(0.0, 0.0, 0.0))
     with pytest.raises(max_rate.GuestError, match="no reclaim ceiling"):
         max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path, 320.0)
@@ -164,9 +164,16 @@ def test_the_ceiling_follows_the_guests_memory_speed(tmp_path, monkeypatch):
     assert max_rate.ceiling_now(entry, 320.0) == 72.0
     assert max_rate.ceiling_now(entry, 640.0) == 36.0
     monkeypatch.setattr(max_rate, "CACHE", tmp_path / "cache.json")
-    monkeypatch.setattr(max_rate, "_key", lambda version, accel: "k")
+    monkeypatch.setattr(max_rate, "_key", lambda version, accel, ram_mb: "k")
     old = {"reclaim_peak_mbps": 72.0, "boots": [], "allocator": {}}
     (tmp_path / "cache.json").write_text(json.dumps({"entries": {"k": old}}))
     monkeypatch.setattr(max_rate, "_boot", lambda *a, **k: max_rate.MaxRate(50.0, 0.9, 100.0))
     got = max_rate.ceiling(_image(tmp_path, "testbed"), "tcg", tmp_path, 450.0)
     assert got["reclaim_peak_mbps"] == 50.0 and got["guest_ns_per_page"] == 450.0
+
+
+def test_the_ceiling_is_kept_per_guest_ram():
+    """The ceiling profile's guest RAM follows its scale: a ceiling measured
+    in a 2 GB guest is not the one of a 3 GB guest."""
+    assert max_rate._key("6.1", "tcg", 3072) != max_rate._key("6.1", "tcg", 2048)
+    assert max_rate._key("6.1", "tcg", 3072).endswith("|3072 MB")

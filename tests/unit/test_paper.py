@@ -192,8 +192,9 @@ def test_delta_is_computed_from_the_guests_high_watermark(tmp_path):
     )
     p = paper.plan(tmp_path / "out")
     assert p.nr_to_reclaim_pages == pytest.approx(high, abs=1)
-    # within 1% of what the guest's kernel reports (nr_to_reclaim 6556 pages, ~25.6 MB)
-    assert p.nr_to_reclaim_pages == pytest.approx(6556, rel=0.01)
+    # within what the 3 GB guest's kernel reports: nr_to_reclaim of 9,412,
+    # 9,924 and 10,436 pages in original's kswapd rounds (~37-41 MB)
+    assert 9412 <= p.nr_to_reclaim_pages <= 10436
     three = next(d for d in p.delta if d.multiple == 3)
     assert three.kbytes == 3 * p.nr_to_reclaim_pages * 4
     # 3x is the kernel's default, run as plain pmr; the others name their delta

@@ -59,19 +59,38 @@ def test_the_zram_profile_is_pixel6pro_with_zram_of_its_swap_size(tmp_path):
     z, flash = profiles.load("pixel6pro-zram"), profiles.load("pixel6pro")
     assert (z.swap, z.swaps_to_disk) == ("zram", False)
     # sized as the disk is: phone MB times the guest's scale
-    assert z.guest_zram_mb == z.guest_swap_mb == int(2048 * z.scale) == flash.guest_swap_mb
+    assert z.guest_zram_mb == z.guest_swap_mb == int(2048 * z.scale)
     built = _build("pixel6pro-zram", "original", tmp_path)
     assert built["swap"] == {"serial": spec.SWAP_SERIAL, "zram_mb": z.guest_swap_mb, "disk": False}
     assert schema.problems("spec", built) == []
     # only the swap medium differs, with the compressibility it needs (and
-    # the regime's range for the flash disk's writes)
+    # the regime's range for the flash disk's writes), at the scale the zram
+    # campaigns were calibrated at, Acclaim's bounds scaled with it
     same = {k: v for k, v in flash.raw.items() if k not in ("name", "description", "regime")}
     assert {k: v for k, v in z.raw.items() if k not in ("name", "description")} == {
         **same,
         "phone": {**flash.raw["phone"], "swap": "zram"},
         "zram": {"compression_ratio": 2.5},
+        "guest": {**flash.raw["guest"], "scale": z.scale},
+        "acclaim": z.raw["acclaim"],
     }
-    flash_spec = _build("pixel6pro", "original", tmp_path)
+    for bound, public_kb in (("lwp_goal_min_kb", 32_080), ("lwp_goal_max_kb", 35_424)):
+        assert abs(z.raw["acclaim"][bound] - public_kb * z.scale) <= 1
+        assert abs(flash.raw["acclaim"][bound] - public_kb * flash.scale) <= 1
+    # the flash phone at the zram profile's scale runs the same guest
+    at_z = profiles.parse(
+        {**flash.raw, "guest": z.raw["guest"], "acclaim": z.raw["acclaim"]},
+        paths.PROFILES_DIR / "pixel6pro.toml",
+    )
+    flash_spec = spec.build(
+        run_id="r",
+        out_dir=tmp_path,
+        seed=1,
+        scenario=scenarios.load("smoke"),
+        profile=at_z,
+        scheme=schemes.resolve("original", at_z),
+        work_iters_per_ms=1.0,
+    )
     assert {k: v for k, v in built.items() if k not in ("swap", "heap")} == {
         k: v for k, v in flash_spec.items() if k not in ("swap", "heap")
     }

@@ -55,14 +55,17 @@ def _build(scheme: str, profile: str = "pixel6pro-swam", scenario: str = "smoke"
 
 def test_pixel6pro_swam_is_pixel6pro_with_swams_two_tiers():
     p, base = profiles.load("pixel6pro-swam"), profiles.load("pixel6pro")
+    zram = profiles.load("pixel6pro-zram")
     assert (p.swap, p.phone_swap_mb, p.phone_zram_mb) == ("zram+flash", 3072, 1024)
     assert (p.guest_swap_mb, p.guest_zram_mb) == (512, 170)  # x 0.1667, as every size
     assert p.swaps_to_disk and p.two_tiers and p.heap_random_words == 204  # 2.5:1
-    # everything else is pixel6pro's: the same guest, watermarks and flash
-    assert (p.guest_ram_mb, p.cpus, p.unmap_unit_kb) == (base.guest_ram_mb, 2, 16384)
-    assert p.watermarks() == base.watermarks()
+    # everything else is the Pixel 6 Pro's: its flash, and the guest and
+    # watermarks of the zram profiles' scale
+    assert p.scale == zram.scale
+    assert (p.guest_ram_mb, p.cpus, p.unmap_unit_kb) == (zram.guest_ram_mb, 2, 16384)
+    assert p.watermarks() == zram.watermarks()
     assert p.qemu_limits(60.0) == base.qemu_limits(60.0)
-    assert p.raw["acclaim"] == base.raw["acclaim"]
+    assert p.raw["acclaim"] == zram.raw["acclaim"]
     for other in ("pixel6pro", "pixel6pro-zram"):
         assert not profiles.load(other).two_tiers
     assert profiles.load("pixel6pro").guest_zram_mb == 0
@@ -241,8 +244,9 @@ def test_a_floor_is_a_knob_that_overrides_name(tmp_path, monkeypatch):
 
 
 def test_the_swap_daemon_needs_the_flash_tier():
-    # a flash profile's swap disk takes the files (the zram tier is just absent)
-    assert _build("swam", profile="pixel6pro")["scheme"]["swam"]["swapd"]["chunk_mb"] == 21.3
+    # a flash profile's swap disk takes the files (the zram tier is just
+    # absent): 128 phone MB at pixel6pro's scale
+    assert _build("swam", profile="pixel6pro")["scheme"]["swam"]["swapd"]["chunk_mb"] == 32.0
     with pytest.raises(UserError, match="which profile pixel6pro-zram does not swap on") as raised:
         schemes.resolve("swam", profiles.load("pixel6pro-zram"))
     assert "\n" not in str(raised.value)

@@ -24,10 +24,10 @@ stress-ng's vm stressor writes every word of a page and, under TCG, fills
 RAM too slowly to swap within a minute).
 
 - `ceiling()`, the reclaim ceiling: the allocator with an unthrottled disk,
-  in CEILING_PROFILE's guest (2 GB, 2 CPUs) whatever profile a campaign
+  in CEILING_PROFILE's guest (its RAM, 2 CPUs) whatever profile a campaign
   runs, and on the testbed kernel whatever flavour it runs
   (CALIBRATION_FLAVOUR); the median of CEILING_BOOTS boots, cached per
-  (kernel, accel, boot arguments, host CPU) with the guest's memory speed
+  (kernel, accel, boot arguments, host CPU, guest RAM) with the guest's memory speed
   when it was measured (dilation.py's guest_ns_per_page). It is the guest's
   counterpart of the phone's peak reclaim, which memtester reaches within
   8.3% of app switching (Fig. 4a): profiles.qemu_limits() scales the
@@ -242,9 +242,12 @@ def measure(
     return result
 
 
-def _key(version: str, accel: str) -> str:
+def _key(version: str, accel: str, ram_mb: int) -> str:
     boot = vm.boot_signature(accel, kernel.BOOT_ARGS[CALIBRATION_FLAVOUR])
-    return f"{version}|{CALIBRATION_FLAVOUR}|{accel}|{boot}|{host.cpu_model()}|{CEILING_PROFILE}"
+    return (
+        f"{version}|{CALIBRATION_FLAVOUR}|{accel}|{boot}|{host.cpu_model()}|"
+        f"{CEILING_PROFILE}|{ram_mb} MB"
+    )
 
 
 def ceiling_now(entry: dict, guest_ns_per_page: float) -> float:
@@ -265,7 +268,7 @@ def ceiling(
     {"reclaim_peak_mbps": ..., "guest_ns_per_page": ..., "boots": [...each
     boot's MaxRate...], "allocator": {...}}"""
     profile = profiles.load(CEILING_PROFILE)
-    key = _key(image.version, accel)
+    key = _key(image.version, accel, profile.guest_ram_mb)
     try:
         cache = json.loads(CACHE.read_text())["entries"]
     except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
@@ -274,7 +277,7 @@ def ceiling(
         return cache[key]
     if image.flavour != CALIBRATION_FLAVOUR:
         image = kernel.build(CALIBRATION_FLAVOUR)
-        key = _key(image.version, accel)
+        key = _key(image.version, accel, profile.guest_ram_mb)
     boots = [
         _boot(
             work_dir / f"reclaim-ceiling-{i}",
