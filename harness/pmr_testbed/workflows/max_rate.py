@@ -27,8 +27,9 @@ RAM too slowly to swap within a minute).
   in CEILING_PROFILE's guest (its RAM, 2 CPUs) whatever profile a campaign
   runs, and on the testbed kernel whatever flavour it runs
   (CALIBRATION_FLAVOUR); the median of CEILING_BOOTS boots, cached per
-  (kernel, accel, boot arguments, host CPU, guest RAM) with the guest's memory speed
-  when it was measured (dilation.py's guest_ns_per_page). It is the guest's
+  (kernel, accel, boot arguments, host CPU, guest RAM) with the guest's
+  memory speed when it was measured (dilation.py's guest_ns_per_page),
+  like the dilation once per host. It is the guest's
   counterpart of the phone's peak reclaim, which memtester reaches within
   8.3% of app switching (Fig. 4a): profiles.qemu_limits() scales the
   phone's flash by it, so that the guest's flash is to this ceiling as the
