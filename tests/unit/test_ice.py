@@ -211,7 +211,7 @@ def test_pixel3_zram_is_the_papers_phone_at_a_quarter():
     assert (p.guest_ram_mb, p.guest_zram_mb, p.swaps_to_disk) == (1024, 128, False)
     assert p.high_watermark_fraction == pytest.approx(0.0102, abs=1e-4)
     assert p.watermarks() == {"min_free_kbytes": 4096, "watermark_scale_factor": 31}
-    assert p.raw["acclaim"] == {"lwp_goal_min_kb": 8020, "lwp_goal_max_kb": 8856}
+    assert p.acclaim_lwp_goal_kb == (8020, 8856)
     assert p.heap_random_words == 204  # 2.5:1, as the other zram profiles
 
 

@@ -65,7 +65,7 @@ def test_pixel6pro_swam_is_pixel6pro_with_swams_two_tiers():
     assert (p.guest_ram_mb, p.cpus, p.unmap_unit_kb) == (zram.guest_ram_mb, 2, 16384)
     assert p.watermarks() == zram.watermarks()
     assert p.qemu_limits(60.0) == base.qemu_limits(60.0)
-    assert p.raw["acclaim"] == zram.raw["acclaim"]
+    assert p.acclaim_lwp_goal_kb == zram.acclaim_lwp_goal_kb
     for other in ("pixel6pro", "pixel6pro-zram"):
         assert not profiles.load(other).two_tiers
     assert profiles.load("pixel6pro").guest_zram_mb == 0

@@ -5,7 +5,7 @@ With acclaim/lwp_enabled=1 the kernel sums the page allocator's demand over
 stock goal (the zones' high watermarks) by the ratio of the last two
 windows' demand, capped at lwp_goal_max_kbytes when demand fell (ratio
 over 100) and floored at lwp_goal_min_kbytes otherwise (schemes/acclaim.toml,
-the profile's [acclaim]; Documentation/admin-guide/mm/acclaim.rst of
+Profile.acclaim_lwp_goal_kb; Documentation/admin-guide/mm/acclaim.rst of
 kernel/baselines/acclaim). Each round whose goal LWP set emits
 
     kswapd0-39 [000] ..... 12.345678: mm_vmscan_kswapd_lwp_goal: nid=0

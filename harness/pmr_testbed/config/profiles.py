@@ -8,10 +8,11 @@ reclaim (`[phone] peak_reclaim_mbps`), so that reclaim uses the same share of
 the guest's flash as of the phone's: software, not the flash, limits it
 (paper §2.2.2, §3.1.2, Figs. 3a and 4b).
 
-`[acclaim]` (optional) holds the bounds Acclaim's lightweight prediction
-puts on kswapd's goal, `lwp_goal_min_kb` <= `lwp_goal_max_kb`, guest kB:
-the public code's absolute 8,020 and 8,856 pages times the guest's scale.
-The acclaim schemes' knobs name them ("{acclaim.lwp_goal_min_kb}").
+Acclaim's lightweight prediction bounds kswapd's goal by absolute figures
+made for the one phone its public code ran on; a guest takes them times
+its scale (`Profile.acclaim_lwp_goal_kb`), and the acclaim schemes' knobs
+name them as profile fields ("{acclaim.lwp_goal_min_kb}",
+`Profile.fields`). They are derived, so a profile does not write them.
 
 `[phone] swap` is the swap medium (SWAP_MEDIA): `flash` (the default) swaps
 on the throttled swap disk of `swap_mb`, `zram` on a zram device of
@@ -48,6 +49,12 @@ TWO_TIERS = "zram+flash"  # the medium with a zram tier above a flash one
 WORDS_PER_PAGE = 512  # 64-bit words in a 4 KiB page
 
 
+# Acclaim's bounds on kswapd's goal in its public code (MIoTLab/Acclaim,
+# kernel 4.1.18 for a HiSilicon hi3650, kswapd_shrink_zone()): at least
+# 8,020 pages and at most 8,856, in kB, for that phone's RAM.
+ACCLAIM_LWP_GOAL_KB = (32_080, 35_424)
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
@@ -69,6 +76,21 @@ class Profile:
     zram_compression_ratio: float | None = None
     # `[zram] size_mb` of a zram+flash profile, phone MB; None otherwise
     phone_zram_mb: int | None = None
+
+    @property
+    def acclaim_lwp_goal_kb(self) -> tuple[int, int]:
+        """Acclaim's lower and upper bound on kswapd's goal in the guest,
+        kB: the public code's (ACCLAIM_LWP_GOAL_KB) times the scale."""
+        low, high = ACCLAIM_LWP_GOAL_KB
+        return max(1, round(low * self.scale)), max(1, round(high * self.scale))
+
+    @property
+    def fields(self) -> dict:
+        """The profile's fields a scheme's knob may name ("{pmr.unmap_unit_kb}"):
+        its file's, and the derived `acclaim.lwp_goal_min_kb` and
+        `acclaim.lwp_goal_max_kb`."""
+        low, high = self.acclaim_lwp_goal_kb
+        return self.raw | {"acclaim": {"lwp_goal_min_kb": low, "lwp_goal_max_kb": high}}
 
     @property
     def heap_random_words(self) -> int:
@@ -158,18 +180,6 @@ def swap_throttle(limits: dict[str, int]) -> dict[str, int]:
     }
 
 
-def _check_acclaim(table: dict, where: str) -> None:
-    """LWP's goal bounds: whole positive kB, the lower one first."""
-    low, high = (require(table, key, int, where) for key in ("lwp_goal_min_kb", "lwp_goal_max_kb"))
-    if low <= 0 or high <= 0:
-        raise UserError(f"{where}: lwp_goal_min_kb and lwp_goal_max_kb must be > 0 kB")
-    if low > high:
-        raise UserError(
-            f"{where}: lwp_goal_min_kb ({low}) is above lwp_goal_max_kb ({high}): "
-            "the kernel refuses a lower bound above the upper one"
-        )
-
-
 def _swap_medium(phone: dict, where: str) -> str:
     """`[phone] swap`, "flash" when absent."""
     medium = phone.get("swap", "flash")
@@ -232,7 +242,11 @@ def parse(data: dict, path: Path) -> Profile:
     if scale > 1:
         raise UserError(f"{where}: [guest] scale must be in (0, 1], got {scale}")
     if "acclaim" in data:
-        _check_acclaim(require(data, "acclaim", dict, where), f"{where} [acclaim]")
+        low, high = ACCLAIM_LWP_GOAL_KB
+        raise UserError(
+            f"{where}: [acclaim] is derived, not written: Acclaim's bounds are its public "
+            f"code's {low:,} and {high:,} kB times [guest] scale; remove the table"
+        )
     return Profile(
         name=require(data, "name", str, where),
         description=data.get("description", ""),

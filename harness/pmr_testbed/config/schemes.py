@@ -544,7 +544,7 @@ def _kthread(table: dict, where: str) -> dict:
 
 def _expand(value: str, profile: Profile, where: str) -> str:
     def field(m: re.Match) -> str:
-        node = profile.raw
+        node = profile.fields
         for part in m.group(1).split("."):
             if not isinstance(node, dict) or part not in node:
                 raise UserError(f"{where}: profile {profile.name} has no field {m.group(1)}")
