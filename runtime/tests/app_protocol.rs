@@ -89,23 +89,35 @@ fn app_process_serves_cold_hot_fg_bg_and_dies_by_sigkill() {
     let mut zygote = s.zygote();
     let mut p = spawn(&s, &mut zygote, "youtube", 1);
     // A launch reports its steps and where its time went; fg and bg nothing.
+    // and a cold launch what its heap's fill threads spent
     let split = ["wall_ms", "user_ms", "sys_ms", "runq_ms", "major_faults"];
-    let expected = [
-        (Command::Cold, vec!["files_ms", "init_ms", "heap_ms"]),
-        (Command::Hot, vec!["heap_ms", "files_ms"]),
-        (Command::Fg, vec![]),
+    let fill = [
+        "fill_threads",
+        "fill_thread_ms",
+        "fill_user_ms",
+        "fill_sys_ms",
+        "fill_runq_ms",
+        "fill_major_faults",
     ];
-    for (command, steps) in expected {
+    let expected = [
+        (
+            Command::Cold,
+            vec!["files_ms", "init_ms", "heap_ms"],
+            &fill[..],
+        ),
+        (Command::Hot, vec!["heap_ms", "files_ms"], &[]),
+        (Command::Fg, vec![], &[]),
+    ];
+    for (command, steps, after) in expected {
         assert!(p.send(command));
         let names = cost_names(await_reply(&mut p));
         let mut want: Vec<&str> = steps.clone();
         if !steps.is_empty() {
-            // runq_ms only where the host kernel has schedstat
-            want.extend(
-                split
-                    .iter()
-                    .filter(|n| **n != "runq_ms" || names.iter().any(|m| m == "runq_ms")),
-            );
+            want.extend(split.iter().chain(after));
+        }
+        // the run-queue figures only where the host kernel has schedstat
+        if !names.iter().any(|m| m == "runq_ms") {
+            want.retain(|n| !n.ends_with("runq_ms"));
         }
         assert_eq!(names, want, "{command:?}");
     }

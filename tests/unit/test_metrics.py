@@ -182,6 +182,31 @@ def test_launch_costs_are_averaged_per_kind_with_the_blocked_rest(tmp_path):
     assert m.switch_kinds["cold"]["cost"] == {}
 
 
+def test_a_cold_launchs_heap_fill_threads_get_their_blocked_rest(tmp_path):
+    def cost(thread_ms, user, sys, runq):
+        return {
+            "wall_ms": 500.0,
+            "heap_ms": 300.0,
+            "fill_threads": 3.0,
+            "fill_thread_ms": thread_ms,
+            "fill_user_ms": user,
+            "fill_sys_ms": sys,
+            "fill_runq_ms": runq,
+        }
+
+    cold = [switch("chrome", "cold", 510.0, 0), switch("youtube", "cold", 510.0, 1)]
+    cold[0]["cost"] = cost(900.0, 300.0, 200.0, 100.0)  # blocked 300
+    cold[1]["cost"] = cost(600.0, 300.0, 200.0, 0.0)  # blocked 100
+    # a runtime without the fill's run-queue figure: no blocked rest from it
+    partial = switch("twitter", "cold", 510.0, 2)
+    partial["cost"] = {k: v for k, v in cost(0.0, 0.0, 0.0, 0.0).items() if k != "fill_runq_ms"}
+    m = load_run(write_run(tmp_path / "r", switches=[*cold, partial]))
+    c = m.switch_kinds["cold"]["cost"]
+    assert c["fill_blocked_ms"] == pytest.approx(200.0)
+    assert c["fill_runq_ms"] == pytest.approx(50.0)
+    assert c["fill_threads"] == pytest.approx(3.0)
+
+
 @pytest.mark.parametrize(
     "name, family",
     [

@@ -24,6 +24,7 @@ from pmr_testbed.report.campaign_report import (
     PLOT_FILES,
     bucketed,
     ecdf,
+    launch_fill_table,
     median_run,
     size_bucket_kb,
     write_report,
@@ -463,3 +464,25 @@ def test_kswapd_round_table(tmp_path):
     assert cells["shrinking ms"] == "6.00" and cells["writeback ms"] == "4.00"
     assert cells["writeback share"] == "0.40" and cells["reclaimed / goal"] == "0.50"
     assert dict(zip(rows["scheme"], rows["pmr"]))["writeback ms"] == "1.00"
+
+
+def test_the_heap_fill_table_has_the_schemes_that_measured_it():
+    fill = {
+        "heap_ms": 600.0,
+        "fill_threads": 3.0,
+        "fill_thread_ms": 1700.0,
+        "fill_user_ms": 400.0,
+        "fill_sys_ms": 500.0,
+        "fill_runq_ms": 300.0,
+        "fill_blocked_ms": 500.0,
+        "fill_major_faults": 0.0,
+    }
+    schemes = {
+        "original": {"switch_kinds": {"cold": {"cost": fill}}},
+        "old": {"switch_kinds": {"cold": {"cost": {"heap_ms": 600.0}}}},
+    }
+    table = launch_fill_table(schemes)
+    assert table[0].startswith("| scheme | heap ms | threads | threads' wall ms |")
+    rows = [line for line in table[2:] if line.startswith("| ")]
+    assert rows == ["| original | 600 | 3.00 | 1,700 | 400 | 500 | 300 | 500 | 0.00 |"]
+    assert launch_fill_table({"old": schemes["old"]}) == []

@@ -542,7 +542,9 @@ def mean_launch_cost(switches: list[dict]) -> dict[str, float]:
     """The mean of each figure the app measured of its launches (the `cost`
     of a switch event: steps' wall time, CPU time, run-queue wait, major
     faults; docs/guest-interface.md); `blocked_ms`, the wall time left after
-    CPU and run-queue time: sleeping on I/O, on a lock, or throttled; and
+    CPU and run-queue time: sleeping on I/O, on a lock, or throttled;
+    `fill_blocked_ms`, the same of a cold launch's heap fill threads, summed
+    over them; and
     `outside_ms`, the response time outside the measured launch: spawning
     the processes of a cold launch, the protocol, and any attempt before
     the one measured (a hot launch whose app died, a cold one killed during
@@ -555,6 +557,11 @@ def mean_launch_cost(switches: list[dict]) -> dict[str, float]:
     if with_split := [c for c in costs if all(k in c for k in split)]:
         mean["blocked_ms"] = float(
             np.mean([c["wall_ms"] - c["user_ms"] - c["sys_ms"] - c["runq_ms"] for c in with_split])
+        )
+    fill = ("fill_thread_ms", "fill_user_ms", "fill_sys_ms", "fill_runq_ms")
+    if with_fill := [c for c in costs if all(k in c for k in fill)]:
+        mean["fill_blocked_ms"] = float(
+            np.mean([c[fill[0]] - c[fill[1]] - c[fill[2]] - c[fill[3]] for c in with_fill])
         )
     if measured := [e for e in switches if "wall_ms" in e["cost"]]:
         mean["outside_ms"] = float(

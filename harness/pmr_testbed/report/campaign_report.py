@@ -812,6 +812,29 @@ LAUNCH_COST_SPLIT = [
 ]
 
 
+# a cold launch's heap fill, summed over the threads that filled it
+LAUNCH_FILL_COLUMNS = [
+    ("switch_kinds.cold.cost.heap_ms", "heap ms"),
+    ("switch_kinds.cold.cost.fill_threads", "threads"),
+    ("switch_kinds.cold.cost.fill_thread_ms", "threads' wall ms"),
+    ("switch_kinds.cold.cost.fill_user_ms", "user ms"),
+    ("switch_kinds.cold.cost.fill_sys_ms", "system ms"),
+    ("switch_kinds.cold.cost.fill_runq_ms", "waiting for a CPU ms"),
+    ("switch_kinds.cold.cost.fill_blocked_ms", "blocked ms"),
+    ("switch_kinds.cold.cost.fill_major_faults", "major faults"),
+]
+
+
+def launch_fill_table(schemes: dict[str, dict]) -> list[str]:
+    """Where the cold launches' heap fill spent its threads' time, for the
+    schemes whose runtime measured it (metrics.mean_launch_cost)."""
+    return _scheme_table(
+        schemes,
+        LAUNCH_FILL_COLUMNS,
+        lambda e: get_path(e, "switch_kinds.cold.cost.fill_thread_ms") is not None,
+    )
+
+
 def launch_cost_table(schemes: dict[str, dict], kind: str) -> list[str]:
     """Where the launches of one kind spent their time (metrics.mean_launch_cost),
     for the schemes whose runtime measured it."""
@@ -1959,6 +1982,18 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
                 "vCPU (the guest has no steal-time accounting).",
                 "",
                 *table,
+                "",
+            ]
+        if kind == "cold" and (fill := launch_fill_table(s["schemes"])):
+            lines += [
+                "The cold launches' heap fill, summed over the threads that filled it "
+                "(the launch's own thread waits for them, so the table above counts "
+                "the heap step as blocked): their wall time, user and system CPU "
+                "time (system: page faults and direct reclaim), the time they were "
+                "runnable but waited for a CPU, and the rest, blocked: throttled by "
+                "reclaim, or waiting on a lock or on I/O.",
+                "",
+                *fill,
                 "",
             ]
     if host := host_cpu_table(s["schemes"]):

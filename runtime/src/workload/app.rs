@@ -27,7 +27,8 @@
 //!   preload and run the fixed CPU loop for `init_work_ms`, fill the first `launch_fraction` of the heap from
 //!   `launch_threads` threads at once, each a contiguous share (ART's heap,
 //!   class loading and render threads all allocate while an app starts;
-//!   the launch's CPU and fault costs count the command thread only).
+//!   the launch's CPU and fault costs count the command thread only, and
+//!   the fill threads' are summed beside them, `fill_*`).
 //!   After `ready`, an activity thread fills the rest of the heap in steps
 //!   of `GROWTH_STEP` over `growth_ms`: the start-up footprint.
 //! - hot launch: run the CPU loop for `resume_work_ms` (the activity's
@@ -56,7 +57,7 @@ use crate::spec::{ms, AppSpec, Spec};
 use crate::workload::app_files::{self, pages_of_mb, AppFile};
 use crate::workload::bench::cpu_work;
 use crate::workload::frames::{buffer_slots, FrameBuffers, FrameModel, Renderer};
-use crate::workload::launch_cost::CostMeter;
+use crate::workload::launch_cost::{CostMeter, Spent};
 use crate::workload::memory::{AnonRegion, FileMapping, PrivateFileMapping};
 use crate::workload::protocol::{self, Command, Costs};
 use crate::workload::ticks::{self, TickLog};
@@ -224,20 +225,31 @@ impl Heap {
     }
 
     /// fill_to() with the new pages split into `threads` contiguous shares,
-    /// each written by a thread of its own.
-    fn fill_to_parallel(&self, pages: usize, threads: usize) {
+    /// each written by a thread of its own; what each thread spent (one
+    /// thread: the calling one).
+    fn fill_to_parallel(&self, pages: usize, threads: usize) -> Vec<Spent> {
         let from = self.filled();
         let threads = threads.clamp(1, pages.saturating_sub(from).max(1));
         if threads == 1 {
-            return self.fill_to(pages);
+            return vec![Spent::measure(|| self.fill_to(pages))];
         }
         let share = (pages - from).div_ceil(threads);
-        std::thread::scope(|s| {
-            for start in (from..pages).step_by(share) {
-                s.spawn(move || self.fill_range(start, (start + share).min(pages)));
-            }
+        let spent = std::thread::scope(|s| {
+            let fills: Vec<_> = (from..pages)
+                .step_by(share)
+                .map(|start| {
+                    s.spawn(move || {
+                        Spent::measure(|| self.fill_range(start, (start + share).min(pages)))
+                    })
+                })
+                .collect();
+            fills
+                .into_iter()
+                .map(|f| f.join().expect("a heap fill thread panicked"))
+                .collect()
         });
         self.filled.fetch_max(pages, Ordering::Release);
+        spent
     }
 
     /// The first write of pages `from..to`: the canary word, then
@@ -489,8 +501,9 @@ impl Process {
         cpu_work(model.init_iters);
         meter.step("init");
         let heap = Heap::new(region, model.salt, model.random_words, &model.label);
-        heap.fill_to_parallel(model.launch_pages, model.launch_threads);
+        let fill = heap.fill_to_parallel(model.launch_pages, model.launch_threads);
         meter.step("heap");
+        meter.fill_threads(fill);
         let process = Process {
             model,
             heap,
@@ -982,11 +995,12 @@ mod tests {
     fn parallel_fill_writes_every_page_once() {
         let heap = Heap::new(AnonRegion::new(103 * PAGE_SIZE).unwrap(), 11, 0, "t[0]");
         heap.fill_to(5);
-        heap.fill_to_parallel(103, 4);
+        let spent = heap.fill_to_parallel(103, 4);
+        assert_eq!(spent.len(), 4, "98 pages in shares of 25");
         assert_eq!(heap.filled(), 103);
         heap.touch(0..103).unwrap();
         // more threads than pages, and nothing to fill
-        heap.fill_to_parallel(103, 16);
+        assert_eq!(heap.fill_to_parallel(103, 16).len(), 1);
         assert_eq!(heap.filled(), 103);
     }
 

@@ -10,7 +10,13 @@
 //!   direct reclaim);
 //! - the time it was runnable but waited for a CPU (`runq_ms`, run_delay
 //!   in /proc/thread-self/schedstat, CONFIG_SCHED_INFO);
-//! - its major faults (`major_faults`).
+//! - its major faults (`major_faults`);
+//! - for a step whose work other threads did (a cold launch's heap, filled
+//!   from `launch_threads` threads), the same figures of those threads,
+//!   summed over them: `fill_threads`, `fill_thread_ms` (their wall time),
+//!   `fill_user_ms`, `fill_sys_ms`, `fill_runq_ms`, `fill_major_faults`.
+//!   While they work the launch's own thread waits for them, so its figures
+//!   count that step as sleep.
 //!
 //! The rest of the wall time the thread slept: on I/O, on a lock, or
 //! throttled by reclaim. Without steal-time accounting in the guest, time
@@ -54,6 +60,37 @@ fn run_delay_ns(schedstat: &str) -> Option<u64> {
     schedstat.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// What one thread spent on a piece of work (`Spent::measure`): its wall
+/// time, CPU time, run-queue wait and major faults.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spent {
+    pub wall_ms: f64,
+    pub user_ms: f64,
+    pub sys_ms: f64,
+    /// None without CONFIG_SCHED_INFO.
+    pub runq_ms: Option<f64>,
+    pub major_faults: f64,
+}
+
+impl Spent {
+    /// Run `work` on the calling thread and say what it spent.
+    pub fn measure(work: impl FnOnce()) -> Spent {
+        let (start, before) = (Instant::now(), ThreadUsage::now());
+        work();
+        let (wall, after) = (start.elapsed(), ThreadUsage::now());
+        Spent {
+            wall_ms: ms(wall),
+            user_ms: (after.user_us - before.user_us) as f64 / 1e3,
+            sys_ms: (after.sys_us - before.sys_us) as f64 / 1e3,
+            runq_ms: before
+                .runq_ns
+                .zip(after.runq_ns)
+                .map(|(a, b)| b.saturating_sub(a) as f64 / 1e6),
+            major_faults: (after.major_faults - before.major_faults) as f64,
+        }
+    }
+}
+
 /// Measures one launch on the calling thread: `step()` after each step,
 /// `finish()` at the end.
 pub struct CostMeter {
@@ -61,6 +98,7 @@ pub struct CostMeter {
     step_start: Instant,
     usage: ThreadUsage,
     costs: Costs,
+    fill: Vec<Spent>,
 }
 
 impl CostMeter {
@@ -71,7 +109,14 @@ impl CostMeter {
             step_start: now,
             usage: ThreadUsage::now(),
             costs: Costs::new(),
+            fill: Vec::new(),
         }
+    }
+
+    /// The threads that filled the heap, and what each spent: reported
+    /// after the launch's own figures, summed over them (`fill_*`).
+    pub fn fill_threads(&mut self, spent: Vec<Spent>) {
+        self.fill = spent;
     }
 
     /// The step `name` just ended: its wall time goes in as `{name}_ms`.
@@ -105,6 +150,21 @@ impl CostMeter {
             "major_faults".into(),
             (end.major_faults - self.usage.major_faults) as f64,
         ));
+        if !self.fill.is_empty() {
+            let sum = |f: fn(&Spent) -> f64| self.fill.iter().map(f).sum::<f64>();
+            self.costs
+                .push(("fill_threads".into(), self.fill.len() as f64));
+            self.costs
+                .push(("fill_thread_ms".into(), sum(|s| s.wall_ms)));
+            self.costs.push(("fill_user_ms".into(), sum(|s| s.user_ms)));
+            self.costs.push(("fill_sys_ms".into(), sum(|s| s.sys_ms)));
+            if self.fill.iter().all(|s| s.runq_ms.is_some()) {
+                self.costs
+                    .push(("fill_runq_ms".into(), sum(|s| s.runq_ms.unwrap_or(0.0))));
+            }
+            self.costs
+                .push(("fill_major_faults".into(), sum(|s| s.major_faults)));
+        }
         self.costs
     }
 }
@@ -143,5 +203,44 @@ mod tests {
         let (user, sys) = (get("user_ms").unwrap(), get("sys_ms").unwrap());
         assert!(user > 0.0 && user + sys <= wall + 10.0, "{costs:?}");
         assert_eq!(get("major_faults"), Some(0.0));
+        assert_eq!(get("fill_threads"), None, "no fill, no fill figures");
+    }
+
+    #[test]
+    fn the_fill_threads_are_summed_after_the_launchs_own_figures() {
+        let mut meter = CostMeter::start();
+        let spent: Vec<Spent> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        Spent::measure(|| {
+                            let spin = Instant::now();
+                            let mut x = 0u64;
+                            while spin.elapsed().as_millis() < 20 {
+                                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                            }
+                        })
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        meter.step("heap");
+        meter.fill_threads(spent.clone());
+        let costs = meter.finish();
+        let names: Vec<&str> = costs.iter().map(|(n, _)| n.as_str()).collect();
+        let at = |k: &str| names.iter().position(|n| *n == k);
+        assert!(at("fill_threads") > at("major_faults"), "{names:?}");
+        let get = |k: &str| costs.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        assert_eq!(get("fill_threads"), Some(2.0));
+        let wall = get("fill_thread_ms").unwrap();
+        assert_eq!(wall, spent[0].wall_ms + spent[1].wall_ms);
+        assert!(wall >= 40.0, "{costs:?}");
+        // each spun 20 ms on its own thread, in user mode, none of it on
+        // the launch's thread, which only waited
+        let user = get("fill_user_ms").unwrap();
+        assert!(user > 0.0 && user <= wall + 10.0, "{costs:?}");
+        assert!(get("user_ms").unwrap() < user, "{costs:?}");
+        assert_eq!(get("fill_major_faults"), Some(0.0));
     }
 }
