@@ -240,6 +240,27 @@ def test_cold_over_warm_uses_the_relaunches():
     assert c["value"] == pytest.approx(3.0) and c["pass"]
 
 
+def test_cold_over_warm_says_on_how_many_cpus_the_heaps_filled():
+    def fill(s, heap_ms, user_ms, sys_ms):
+        s["cost"] = {"heap_ms": heap_ms, "fill_user_ms": user_ms, "fill_sys_ms": sys_ms}
+
+    switches = _rounds("cc", "ch", "hh")
+    fill(switches[2], 600.0, 20.0, 640.0)  # the relaunch: 660 ms of CPU in 600 ms
+    fill(switches[0], 100.0, 0.0, 900.0)  # a first launch: not a relaunch
+    floor = _rounds("cc")
+    fill(floor[0], 400.0, 20.0, 580.0)
+    fill(floor[1], 100.0, 0.0, 150.0)
+    c = regime.cold_over_warm([switches], [floor])
+    assert c["inputs"]["cold_fill_cpus"] == pytest.approx(1.1)
+    assert c["inputs"]["floor_fill_cpus"] == pytest.approx(1.5)
+    assert regime.ours_text(c) == "3.00 (heap filled on 1.10 CPUs, 1.50 without pressure)"
+    # runs of a runtime without the fill's figures, and no floor
+    bare = regime.cold_over_warm([_rounds("cc", "ch", "hh")])
+    assert bare["inputs"]["cold_fill_cpus"] is None
+    assert bare["inputs"]["floor_fill_cpus"] is None
+    assert regime.ours_text(bare) == "3.00"
+
+
 def test_cold_over_warm_without_relaunches_uses_every_cold_switch():
     c = regime.cold_over_warm([_rounds("cc", "hh")])
     assert c["inputs"]["cold"] == "all cold switches (no relaunch)"

@@ -53,7 +53,11 @@ what it needs. A median over runs is over original's ok runs.
   later switch of kind `cold` a relaunch (lmkd killed the app meanwhile).
 - `cold_over_warm`: over original's runs pooled, the mean response time of
   the relaunches (of every cold switch when there is none; `inputs.cold`
-  says which) over that of the hot switches.
+  says which) over that of the hot switches. Its inputs say on how many
+  CPUs those cold launches filled their heaps (`cold_fill_cpus`, the fill
+  threads' CPU time over the heap step's wall time) and the floor's cold
+  launches, without pressure, theirs (`floor_fill_cpus`): on the guest's
+  two vCPUs a relaunch shares them with kswapd, lmkd and the other apps.
 
 On a campaign whose profile swaps to zram (campaign.json `guest.swap`),
 `peak_over_fio` and `reclaim_limited` are not applicable: they weigh
@@ -445,22 +449,43 @@ def relaunch_share(runs: list[list[dict]]) -> dict:
     )
 
 
-def cold_over_warm(runs: list[list[dict]]) -> dict:
+def fill_cpus(switches: list[dict]) -> float | None:
+    """The CPUs the heap fill of these cold switches ran on, on average: the
+    fill threads' CPU time (fill_user_ms + fill_sys_ms, summed over them) over
+    the heap step's wall time, pooled; None without fill figures (a runtime
+    before them)."""
+    costs = [
+        s["cost"]
+        for s in switches
+        if all(k in s.get("cost", {}) for k in ("fill_user_ms", "fill_sys_ms", "heap_ms"))
+    ]
+    wall = sum(c["heap_ms"] for c in costs)
+    return sum(c["fill_user_ms"] + c["fill_sys_ms"] for c in costs) / wall if wall else None
+
+
+def cold_over_warm(runs: list[list[dict]], floor: list[list[dict]] | None = None) -> dict:
     """Mean response time of the relaunches (of every cold switch without
-    relaunches) over that of the hot switches, pooled over runs."""
+    relaunches) over that of the hot switches, pooled over runs. Its inputs
+    also say on how many CPUs those cold launches filled their heaps, and
+    the floor's cold launches (`floor`'s runs, without pressure) theirs."""
     paper = f"{PAPER_COLD_OVER_WARM} (Fig. 2b)"
     pairs = [(s, role) for switches in runs for s, role in zip(switches, switch_roles(switches))]
-    relaunches = [s["response_ms"] for s, role in pairs if role == "relaunch"]
-    cold = relaunches or [s["response_ms"] for s, _ in pairs if s["kind"] == "cold"]
+    relaunched = [s for s, role in pairs if role == "relaunch"]
+    cold_switches = relaunched or [s for s, _ in pairs if s["kind"] == "cold"]
+    cold = [s["response_ms"] for s in cold_switches]
     hot = [s["response_ms"] for s, _ in pairs if s["kind"] == "hot"]
     cold_ms = float(np.mean(cold)) if cold else None
     hot_ms = float(np.mean(hot)) if hot else None
     inputs = {
-        "cold": "relaunches" if relaunches else "all cold switches (no relaunch)",
+        "cold": "relaunches" if relaunched else "all cold switches (no relaunch)",
         "cold_switches": len(cold),
         "cold_mean_ms": cold_ms,
         "hot_switches": len(hot),
         "hot_mean_ms": hot_ms,
+        "cold_fill_cpus": fill_cpus(cold_switches),
+        "floor_fill_cpus": fill_cpus(
+            [s for switches in floor or [] for s in switches if s["kind"] == "cold"]
+        ),
     }
     missing = (
         NO_RUNS
@@ -685,7 +710,12 @@ def evaluate(
         ),
         sustained_kills(kills, time_scale(main)),
         relaunch_share(switches),
-        cold_over_warm(switches),
+        cold_over_warm(
+            switches,
+            None
+            if floor is None
+            else [[e for e in r.events if e["type"] == "switch"] for r in floor.runs],
+        ),
     ]
     return {
         "profile": main.profile,
@@ -822,6 +852,10 @@ def ours_text(check: dict) -> str:
     elif check["name"] == "sustained_kills" and inputs.get("median_kills_per_5min") is not None:
         lo, hi = KILLS_PER_5MIN_RANGE
         text += f" ({fmt(inputs['median_kills_per_5min'])} kills / 5 min, {lo:g}–{hi:g})"
+    elif check["name"] == "cold_over_warm" and inputs.get("cold_fill_cpus") is not None:
+        floor = inputs.get("floor_fill_cpus")
+        without = f", {fmt(floor)} without pressure" if floor is not None else ""
+        text += f" (heap filled on {fmt(inputs['cold_fill_cpus'])} CPUs{without})"
     return text
 
 
