@@ -596,6 +596,18 @@ def test_background_marks_combine_only_alike(tmp_path, monkeypatch):
         schemes.resolve("acclaim-static+marks", prof)
 
 
+def test_a_knob_naming_a_field_the_profile_lacks_is_refused(tmp_path, monkeypatch):
+    from pmr_testbed import paths
+
+    (tmp_path / "k.toml").write_text(
+        'name = "k"\n[[knobs]]\npath = "/sys/kernel/mm/pmr/unmap_unit_kbytes"\n'
+        'value = "{pmr.unmap_unit_mb}"\n'
+    )
+    monkeypatch.setattr(paths, "SCHEMES_DIR", tmp_path)
+    with pytest.raises(UserError, match=r"profile pixel5 has no field pmr\.unmap_unit_mb"):
+        schemes.resolve("k", profiles.load("pixel5"))
+
+
 def test_a_profile_that_writes_acclaims_derived_bounds_is_refused(tmp_path):
     from pmr_testbed import paths, tomlfile
 

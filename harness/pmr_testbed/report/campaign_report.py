@@ -1986,9 +1986,10 @@ def render_markdown(s: dict, regime: dict | None = None) -> str:
             ]
         if kind == "cold" and (fill := launch_fill_table(s["schemes"])):
             lines += [
-                "The cold launches' heap fill, summed over the threads that filled it "
-                "(the launch's own thread waits for them, so the table above counts "
-                "the heap step as blocked): their wall time, user and system CPU "
+                "The cold launches' heap fill, summed over the threads that filled it, "
+                "where an app fills from more than one (the launch's own thread waits "
+                "for them, so the table above counts the heap step as blocked): "
+                "their wall time, user and system CPU "
                 "time (system: page faults and direct reclaim), the time they were "
                 "runnable but waited for a CPU, and the rest, blocked: throttled by "
                 "reclaim, or waiting on a lock or on I/O.",

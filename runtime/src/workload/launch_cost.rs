@@ -12,7 +12,7 @@
 //!   in /proc/thread-self/schedstat, CONFIG_SCHED_INFO);
 //! - its major faults (`major_faults`);
 //! - for a step whose work other threads did (a cold launch's heap, filled
-//!   from `launch_threads` threads), the same figures of those threads,
+//!   from `launch_threads` > 1 threads), the same figures of those threads,
 //!   summed over them: `fill_threads`, `fill_thread_ms` (their wall time),
 //!   `fill_user_ms`, `fill_sys_ms`, `fill_runq_ms`, `fill_major_faults`.
 //!   While they work the launch's own thread waits for them, so its figures
