@@ -28,7 +28,7 @@
 //!   `launch_threads` threads at once, each a contiguous share (ART's heap,
 //!   class loading and render threads all allocate while an app starts;
 //!   the launch's CPU and fault costs count the command thread only, and
-//!   the fill threads' are summed beside them, `fill_*`).
+//!   those of more than one fill thread are summed beside them, `fill_*`).
 //!   After `ready`, an activity thread fills the rest of the heap in steps
 //!   of `GROWTH_STEP` over `growth_ms`: the start-up footprint.
 //! - hot launch: run the CPU loop for `resume_work_ms` (the activity's
