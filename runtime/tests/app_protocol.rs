@@ -93,7 +93,7 @@ fn app_process_serves_cold_hot_fg_bg_and_dies_by_sigkill() {
     let split = ["wall_ms", "user_ms", "sys_ms", "runq_ms", "major_faults"];
     let fill = [
         "fill_threads",
-        "fill_thread_ms",
+        "fill_wall_ms",
         "fill_user_ms",
         "fill_sys_ms",
         "fill_runq_ms",

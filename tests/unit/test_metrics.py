@@ -188,7 +188,7 @@ def test_a_cold_launchs_heap_fill_threads_get_their_blocked_rest(tmp_path):
             "wall_ms": 500.0,
             "heap_ms": 300.0,
             "fill_threads": 3.0,
-            "fill_thread_ms": thread_ms,
+            "fill_wall_ms": thread_ms,
             "fill_user_ms": user,
             "fill_sys_ms": sys,
             "fill_runq_ms": runq,

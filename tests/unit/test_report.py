@@ -470,7 +470,7 @@ def test_the_heap_fill_table_has_the_schemes_that_measured_it():
     fill = {
         "heap_ms": 600.0,
         "fill_threads": 3.0,
-        "fill_thread_ms": 1700.0,
+        "fill_wall_ms": 1700.0,
         "fill_user_ms": 400.0,
         "fill_sys_ms": 500.0,
         "fill_runq_ms": 300.0,

@@ -553,16 +553,12 @@ def mean_launch_cost(switches: list[dict]) -> dict[str, float]:
     costs = [e["cost"] for e in switches]
     names = sorted({name for c in costs for name in c})
     mean = {name: float(np.mean([c[name] for c in costs if name in c])) for name in names}
-    split = ("wall_ms", "user_ms", "sys_ms", "runq_ms")
-    if with_split := [c for c in costs if all(k in c for k in split)]:
-        mean["blocked_ms"] = float(
-            np.mean([c["wall_ms"] - c["user_ms"] - c["sys_ms"] - c["runq_ms"] for c in with_split])
-        )
-    fill = ("fill_thread_ms", "fill_user_ms", "fill_sys_ms", "fill_runq_ms")
-    if with_fill := [c for c in costs if all(k in c for k in fill)]:
-        mean["fill_blocked_ms"] = float(
-            np.mean([c[fill[0]] - c[fill[1]] - c[fill[2]] - c[fill[3]] for c in with_fill])
-        )
+    for prefix in ("", "fill_"):
+        wall, *spent = (f"{prefix}{k}" for k in ("wall_ms", "user_ms", "sys_ms", "runq_ms"))
+        if with_split := [c for c in costs if all(k in c for k in (wall, *spent))]:
+            mean[f"{prefix}blocked_ms"] = float(
+                np.mean([c[wall] - sum(c[k] for k in spent) for c in with_split])
+            )
     if measured := [e for e in switches if "wall_ms" in e["cost"]]:
         mean["outside_ms"] = float(
             np.mean([e["response_ms"] - e["cost"]["wall_ms"] for e in measured])

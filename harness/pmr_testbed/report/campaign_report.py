@@ -816,7 +816,7 @@ LAUNCH_COST_SPLIT = [
 LAUNCH_FILL_COLUMNS = [
     ("switch_kinds.cold.cost.heap_ms", "heap ms"),
     ("switch_kinds.cold.cost.fill_threads", "threads"),
-    ("switch_kinds.cold.cost.fill_thread_ms", "threads' wall ms"),
+    ("switch_kinds.cold.cost.fill_wall_ms", "threads' wall ms"),
     ("switch_kinds.cold.cost.fill_user_ms", "user ms"),
     ("switch_kinds.cold.cost.fill_sys_ms", "system ms"),
     ("switch_kinds.cold.cost.fill_runq_ms", "waiting for a CPU ms"),
@@ -831,7 +831,7 @@ def launch_fill_table(schemes: dict[str, dict]) -> list[str]:
     return _scheme_table(
         schemes,
         LAUNCH_FILL_COLUMNS,
-        lambda e: get_path(e, "switch_kinds.cold.cost.fill_thread_ms") is not None,
+        lambda e: get_path(e, "switch_kinds.cold.cost.fill_wall_ms") is not None,
     )
 
 

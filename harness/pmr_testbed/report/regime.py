@@ -679,13 +679,18 @@ def host_speeds(campaign: dict) -> dict | None:
     }
 
 
+def switch_events(runs: list[OriginalRun]) -> list[list[dict]]:
+    """Each run's `switch` events."""
+    return [[e for e in r.events if e["type"] == "switch"] for r in runs]
+
+
 def evaluate(
     main: CampaignInputs, floor: CampaignInputs | None, source: dict, floor_missing: str = NO_FLOOR
 ) -> dict:
     """regime.json's content from the loaded campaigns."""
     runs = main.runs
     peaks = [r.reclaim_peak_mbps for r in runs]
-    switches = [[e for e in r.events if e["type"] == "switch"] for r in runs]
+    switches = switch_events(runs)
     kills = [
         (
             [float(e["t_ms"]) for e in r.events if e["type"] == "kill"],
@@ -710,12 +715,7 @@ def evaluate(
         ),
         sustained_kills(kills, time_scale(main)),
         relaunch_share(switches),
-        cold_over_warm(
-            switches,
-            None
-            if floor is None
-            else [[e for e in r.events if e["type"] == "switch"] for r in floor.runs],
-        ),
+        cold_over_warm(switches, None if floor is None else switch_events(floor.runs)),
     ]
     return {
         "profile": main.profile,

@@ -13,8 +13,8 @@
 //! - its major faults (`major_faults`);
 //! - for a step whose work other threads did (a cold launch's heap, filled
 //!   from `launch_threads` > 1 threads), the same figures of those threads,
-//!   summed over them: `fill_threads`, `fill_thread_ms` (their wall time),
-//!   `fill_user_ms`, `fill_sys_ms`, `fill_runq_ms`, `fill_major_faults`.
+//!   summed over them: `fill_threads`, `fill_wall_ms`, `fill_user_ms`,
+//!   `fill_sys_ms`, `fill_runq_ms`, `fill_major_faults`.
 //!   While they work the launch's own thread waits for them, so its figures
 //!   count that step as sleep.
 //!
@@ -77,6 +77,11 @@ impl Spent {
     pub fn measure(work: impl FnOnce()) -> Spent {
         let (start, before) = (Instant::now(), ThreadUsage::now());
         work();
+        Spent::since(start, &before)
+    }
+
+    /// What the calling thread spent since `start`, when its usage was `before`.
+    fn since(start: Instant, before: &ThreadUsage) -> Spent {
         let (wall, after) = (start.elapsed(), ThreadUsage::now());
         Spent {
             wall_ms: ms(wall),
@@ -88,6 +93,31 @@ impl Spent {
                 .map(|(a, b)| b.saturating_sub(a) as f64 / 1e6),
             major_faults: (after.major_faults - before.major_faults) as f64,
         }
+    }
+
+    /// The figures of several threads summed; the run-queue wait only if
+    /// every thread has it.
+    fn sum(all: &[Spent]) -> Spent {
+        let total = |f: fn(&Spent) -> f64| all.iter().map(f).sum::<f64>();
+        Spent {
+            wall_ms: total(|s| s.wall_ms),
+            user_ms: total(|s| s.user_ms),
+            sys_ms: total(|s| s.sys_ms),
+            runq_ms: all.iter().map(|s| s.runq_ms).sum(),
+            major_faults: total(|s| s.major_faults),
+        }
+    }
+
+    /// Into `costs` as `{prefix}wall_ms`, `{prefix}user_ms`, `{prefix}sys_ms`,
+    /// `{prefix}runq_ms` (where known) and `{prefix}major_faults`.
+    fn push_to(&self, costs: &mut Costs, prefix: &str) {
+        costs.push((format!("{prefix}wall_ms"), self.wall_ms));
+        costs.push((format!("{prefix}user_ms"), self.user_ms));
+        costs.push((format!("{prefix}sys_ms"), self.sys_ms));
+        if let Some(runq) = self.runq_ms {
+            costs.push((format!("{prefix}runq_ms"), runq));
+        }
+        costs.push((format!("{prefix}major_faults"), self.major_faults));
     }
 }
 
@@ -134,36 +164,11 @@ impl CostMeter {
     }
 
     pub fn finish(mut self) -> Costs {
-        let end = ThreadUsage::now();
-        let wall = ms(self.start.elapsed());
-        let us = |d: i64| d as f64 / 1e3;
-        self.costs.push(("wall_ms".into(), wall));
-        self.costs
-            .push(("user_ms".into(), us(end.user_us - self.usage.user_us)));
-        self.costs
-            .push(("sys_ms".into(), us(end.sys_us - self.usage.sys_us)));
-        if let (Some(a), Some(b)) = (self.usage.runq_ns, end.runq_ns) {
-            self.costs
-                .push(("runq_ms".into(), b.saturating_sub(a) as f64 / 1e6));
-        }
-        self.costs.push((
-            "major_faults".into(),
-            (end.major_faults - self.usage.major_faults) as f64,
-        ));
+        Spent::since(self.start, &self.usage).push_to(&mut self.costs, "");
         if !self.fill.is_empty() {
-            let sum = |f: fn(&Spent) -> f64| self.fill.iter().map(f).sum::<f64>();
             self.costs
                 .push(("fill_threads".into(), self.fill.len() as f64));
-            self.costs
-                .push(("fill_thread_ms".into(), sum(|s| s.wall_ms)));
-            self.costs.push(("fill_user_ms".into(), sum(|s| s.user_ms)));
-            self.costs.push(("fill_sys_ms".into(), sum(|s| s.sys_ms)));
-            if self.fill.iter().all(|s| s.runq_ms.is_some()) {
-                self.costs
-                    .push(("fill_runq_ms".into(), sum(|s| s.runq_ms.unwrap_or(0.0))));
-            }
-            self.costs
-                .push(("fill_major_faults".into(), sum(|s| s.major_faults)));
+            Spent::sum(&self.fill).push_to(&mut self.costs, "fill_");
         }
         self.costs
     }
@@ -233,7 +238,7 @@ mod tests {
         assert!(at("fill_threads") > at("major_faults"), "{names:?}");
         let get = |k: &str| costs.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
         assert_eq!(get("fill_threads"), Some(2.0));
-        let wall = get("fill_thread_ms").unwrap();
+        let wall = get("fill_wall_ms").unwrap();
         assert_eq!(wall, spent[0].wall_ms + spent[1].wall_ms);
         assert!(wall >= 40.0, "{costs:?}");
         // each spun 20 ms on its own thread, in user mode, none of it on
