@@ -66,6 +66,14 @@ def test_vng_command_uses_tcg_when_told(tmp_path):
         Path("/k/bzImage"), exec_cmd="true", ram_mb=512, cpus=2, accel="kvm", rwdirs=[], disks=[]
     )
     assert "--disable-kvm" not in kvm
+    # TCG's guest clears pages without `rep stosb`, which TCG runs a byte at
+    # a time; under KVM the host's CPU is the guest's
+    assert "max,erms=off" in opts[0].split()
+    kvm_opts = [a for a in kvm if a.startswith("--qemu-opts=")]
+    assert "-cpu" not in kvm_opts[0].split() and "-mem-prealloc" in kvm_opts[0].split()
+    # the cached measurements (dilation, reclaim ceiling) know the CPU model
+    assert "erms=off" in vm.boot_signature("tcg", [])
+    assert "erms=off" not in vm.boot_signature("kvm", [])
     # the same 9p root and rwdirs on every host, without vng's wait for a
     # virtiofsd that cannot serve them (Debian 12's)
     assert "--force-9p" in cmd and "--force-9p" in kvm
