@@ -71,6 +71,10 @@ def test_vng_command_uses_tcg_when_told(tmp_path):
     assert "max,erms=off" in opts[0].split()
     kvm_opts = [a for a in kvm if a.startswith("--qemu-opts=")]
     assert "-cpu" not in kvm_opts[0].split() and "-mem-prealloc" in kvm_opts[0].split()
+    # and a TCG guest says so if its CPU offers ERMS all the same
+    assert cmd[cmd.index("--exec") + 1].startswith("grep -qw erms /proc/cpuinfo && echo ")
+    assert cmd[cmd.index("--exec") + 1].endswith("; true")
+    assert kvm[kvm.index("--exec") + 1] == "true"
     # the cached measurements (dilation, reclaim ceiling) know the CPU model
     assert "erms=off" in vm.boot_signature("tcg", [])
     assert "erms=off" not in vm.boot_signature("kvm", [])
@@ -249,3 +253,11 @@ def test_a_guest_without_the_preemption_it_was_booted_with_is_an_error():
         vm.check_preemption(full, "Linux version 6.1\n")
     # a boot that asks for no mode is not checked
     vm.check_preemption(["no5lvl"], "Linux version 6.1\n")
+
+
+def test_a_tcg_guest_whose_cpu_offers_erms_fails():
+    said = f"[    1.0] x\n{vm.ERMS_SAID}\n"
+    with pytest.raises(vm.GuestError, match="offers ERMS"):
+        vm.check_cpu("tcg", said)
+    vm.check_cpu("kvm", said)  # under KVM the host's CPU is the guest's
+    vm.check_cpu("tcg", "[    1.0] x\n")

@@ -268,6 +268,9 @@ QEMU_RAM_OPTS = ("-mem-prealloc",)
 # The flag only picks the guest's string routines; under KVM the host's
 # CPU runs them natively.
 TCG_CPU_OPTS = ("-cpu", "max,erms=off")
+# QEMU takes the last `-cpu` it is given: a TCG guest says this on its
+# console if its CPU offers ERMS all the same, and boot() fails it.
+ERMS_SAID = "pmr-testbed: the guest's CPU offers ERMS"
 
 
 def accel_boot_args(accel: str) -> list[str]:
@@ -337,6 +340,8 @@ def vng_command(
     for a in append or []:
         cmd += ["--append", a]
     if exec_cmd is not None:
+        if accel == "tcg":
+            exec_cmd = f"grep -qw erms /proc/cpuinfo && echo {shlex.quote(ERMS_SAID)}; {exec_cmd}"
         cmd += ["--exec", exec_cmd]
     return cmd
 
@@ -365,9 +370,9 @@ def boot(
     a kernel splat (check_splats), or if QEMU itself fails to start; and
     BootHang if the kernel did not reach user space (it hung, or the guest
     exited non-zero while it booted, with no splat) in BOOT_ATTEMPTS boots
-    (the console of each hung boot is kept beside console_path); and, when
+    (the console of each hung boot is kept beside console_path); when
     `append` asks for a preemption mode, if the kernel does not run with it
-    (check_preemption).
+    (check_preemption); and if a TCG guest's CPU offers ERMS (check_cpu).
     """
     cmd = vng_command(
         kernel,
@@ -384,6 +389,7 @@ def boot(
         try:
             res = _boot_once(cmd, console_path, deadline_s, check_splats)
             check_preemption(append or [], res.console)
+            check_cpu(accel, res.console)
             return res
         except BootHang as hang:
             kept = console_path.with_name(f"{console_path.stem}.boot-hang-{attempt}.log")
@@ -413,6 +419,15 @@ def check_preemption(append: list[str], console: str) -> None:
         raise GuestError(
             f"the guest kernel did not boot with {wanted[-1]} preemption ({said}): "
             "kernel/config/testbed.config asks for CONFIG_PREEMPT_DYNAMIC=y"
+        )
+
+
+def check_cpu(accel: str, console: str) -> None:
+    """Raise GuestError if a TCG guest said its CPU offers ERMS."""
+    if accel == "tcg" and ERMS_SAID in console:
+        raise GuestError(
+            f"the guest's CPU offers ERMS although QEMU was given "
+            f"`{' '.join(TCG_CPU_OPTS)}`: another `-cpu` came after it"
         )
 
 
