@@ -188,13 +188,13 @@ unit-sweep: setup
 # campaigns main, devices, delta (Fig. 15a), unit-<profile> (Fig. 15b) and
 # floor (no memory pressure). The time each takes on a 2-core TCG host is
 # printed first:
-#   make paper           ~2.5 h: main (original, mglru, acclaim, pmr) at
+#   make paper           ~1 h: main (original, mglru, acclaim, pmr) at
 #                        REPS (>= 3) x 10 rounds; devices 1 rep x 2 rounds;
 #                        the sweeps 1 rep x 2 rounds at three points each;
 #                        floor 1 x 2
-#   make paper-quick     ~24 min: original, acclaim and pmr, main 5 rounds,
+#   make paper-quick     ~12 min: original, acclaim and pmr, main 5 rounds,
 #                        the others 1, no sweeps: the regime and pmr's direction
-#   make paper-thorough  ~9.5 h: everything at REPS, every scheme, every sweep
+#   make paper-thorough  ~4.5 h: everything at REPS, every scheme, every sweep
 #                        point on both profiles, and `floor`
 # Each continues a cut-off run when given its directory again:
 #   make paper PAPER_OUT=results/paper-20260101-120000

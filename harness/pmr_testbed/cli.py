@@ -262,14 +262,15 @@ def paper(
     quick: bool = typer.Option(
         False,
         "--quick",
-        help=f"~24 min: 1 rep; main ({', '.join(paper_mod.QUICK_MAIN_SCHEMES)}) at "
+        help=f"within {paper_mod.duration_text(paper_mod.QUICK_BUDGET_S)}: 1 rep; main "
+        f"({', '.join(paper_mod.QUICK_MAIN_SCHEMES)}) at "
         f"{paper_mod.QUICK_MAIN_ROUNDS} rounds, "
         "the rest at 1; no sweeps",
     ),
     thorough: bool = typer.Option(
         False,
         "--thorough",
-        help="~10 h: every campaign at --reps, every sweep point, both profiles",
+        help="~4.5 h: every campaign at --reps, every sweep point, both profiles",
     ),
     reps: int = typer.Option(
         None,
@@ -288,7 +289,7 @@ def paper(
     if quick and thorough:
         raise UserError(
             "--quick and --thorough exclude each other: give one, or neither for "
-            "the full (~2.5 h) run"
+            f"the full run (within {paper_mod.duration_text(paper_mod.FULL_BUDGET_S)})"
         )
     mode = "quick" if quick else "thorough" if thorough else "full"
     plan = paper_mod.plan(out, mode=mode, reps=reps, seed=seed, peers=peers)

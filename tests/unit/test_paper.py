@@ -240,20 +240,20 @@ def test_estimates(tmp_path):
             + (paper.SWAP_BANDWIDTH_S if c.name in ("main", "devices") else 0)
             + (paper.MAX_RATE_S if c.name == "main" else 0)
         )
-    # quick and full are planned to fit their 24 min and 2 h 30 min budgets;
+    # quick and full are planned to fit their 20 min and 2 h budgets;
     # thorough has no budget and takes more than twice full's
-    assert total["quick"] <= 24 * 60 and plans["quick"].target_s == 24 * 60
-    assert total["full"] <= 150 * 60 and plans["full"].target_s == 150 * 60
+    assert total["quick"] <= 20 * 60 and plans["quick"].target_s == 20 * 60
+    assert total["full"] <= 120 * 60 and plans["full"].target_s == 120 * 60
     assert plans["thorough"].target_s is None and total["thorough"] > 2 * total["full"]
     for m in ("quick", "full"):
         assert "over" not in paper.estimate_lines(plans[m], {})[-1]
     # a larger --reps can push full over its budget, and the estimate says so
-    five = paper.plan(tmp_path / "five", reps=5)
-    lines = paper.estimate_lines(five, {"main": "finished"})
-    assert "over the 2 h 30 min target" in lines[-1]
+    seven = paper.plan(tmp_path / "seven", reps=7)
+    lines = paper.estimate_lines(seven, {"main": "finished"})
+    assert "over the 2 h target" in lines[-1]
     assert "[finished: skipped]" in next(ln for ln in lines if ln.strip().startswith("main"))
-    remaining = sum(paper.estimate_s(c) for c in five.campaigns) - paper.estimate_s(
-        five.campaign("main")
+    remaining = sum(paper.estimate_s(c) for c in seven.campaigns) - paper.estimate_s(
+        seven.campaign("main")
     )
     assert f"~{paper.duration_text(remaining)} still to run" in lines[-1]
     assert "target" not in paper.estimate_lines(plans["thorough"], {})[-1]
@@ -569,23 +569,23 @@ def test_the_report_says_how_long_the_campaigns_took_against_the_budget(quick_ou
     t = json.loads((p.out / "paper_summary.json").read_text())["time"]
     runs = sum(c.runs for c in p.campaigns)
     assert t["took_s"] == pytest.approx(RUN_WALL_S * runs)
-    assert t["budget_s"] == 24 * 60 and t["within_budget"] is True
+    assert t["budget_s"] == 20 * 60 and t["within_budget"] is True
     assert t["estimate_s"] == pytest.approx(sum(paper.estimate_s(c) for c in p.campaigns))
     assert t["campaigns"]["main"]["took_s"] == RUN_WALL_S * p.campaign("main").runs
     md = result.markdown.read_text()
     assert (
         f"The campaigns took **{paper_report.took_text(RUN_WALL_S * runs)}** against the "
-        "quick mode's budget of 24 min, within it" in md
+        "quick mode's budget of 20 min, within it" in md
     )
     # one campaign over the budget on its own; another without a recorded time
     out = tmp_path / "slow"
     shutil.copytree(p.out, out)
     slow = paper.plan(out, mode="quick")
     c = json.loads((out / "main" / "campaign.json").read_text())
-    c["wall_s"] = 25 * 60.0
+    c["wall_s"] = 21 * 60.0
     (out / "main" / "campaign.json").write_text(json.dumps(c))
     t = paper_report.time_summary(slow, paper_report.collect(slow))
-    assert t["within_budget"] is False and t["took_s"] > 25 * 60
+    assert t["within_budget"] is False and t["took_s"] > 21 * 60
     assert ", over it" in paper_report.time_lines(slow, paper_report.collect(slow))[0]
     del c["wall_s"]
     (out / "main" / "campaign.json").write_text(json.dumps(c))
@@ -1107,7 +1107,7 @@ def test_cli_prints_the_estimate_runs_and_resumes(tmp_path, monkeypatch):
     assert [ln.split()[0] for ln in lines[1:4]] == ["main", "devices", "floor"]
     assert lines[3].split()[1] == "pixel6pro-roomy" and "= 1 run," in lines[3]
     total = sum(paper.estimate_s(c) for c in paper.plan(out, mode="quick").campaigns)
-    assert total <= 24 * 60
+    assert total <= 20 * 60
     assert lines[4].startswith(f"estimated guest time: ~{paper.duration_text(total)} in all")
     assert lines[-1] == f"paper: {out / 'paper.md'}"
     assert [req.seed for req in runner.calls] == [7] * 3

@@ -30,7 +30,7 @@ summary.json and report.md, then one combined report over them
 Three modes (MODES), each planned to a time budget on this project's 2-core
 TCG host (estimate_s, printed before anything starts):
 
-  quick     ~24 min: 1 repetition (unless --reps says otherwise); main
+  quick     within 20 min: 1 repetition (unless --reps says otherwise); main
             original, acclaim and pmr at QUICK_MAIN_ROUNDS rounds (the
             regime report needs switched apps killed and relaunched, which
             starts in the second round, past the transient of the first
@@ -38,7 +38,7 @@ TCG host (estimate_s, printed before anything starts):
             peak_over_fio), `floor` 1 round, no sweeps: quick results check
             the regime and show the direction of pmr's effect, not the
             paper's figures.
-  full      ~2.5 h: main at `reps` (3 or more) x the scenario's 10 rounds
+  full      within 2 h: main at `reps` (3 or more) x the scenario's 10 rounds
             for original, mglru, acclaim and pmr (the headline ratios with
             their spread); devices original, pps and pmr, 1 rep x 2 rounds
             (Fig. 14 beside main: the cold launches and the first warm
@@ -54,14 +54,13 @@ TCG host (estimate_s, printed before anything starts):
             `floor`.
 
 --peers adds PEER_SCHEMES to main in quick and full modes (thorough runs
-every scheme file anyway): each costs main `reps` more runs, ~29 min in
+every scheme file anyway): each costs main `reps` more runs, ~12 min in
 full mode, which the estimate shows against the mode's budget.
 
-Each budget holds its plan's estimate at RUN_S: quick's 24 min main's
-three schemes at 5 rounds (~18 min, acclaim's run ~5 min of it) and
-devices and the floor (~5 min); full's 2 h 30 min main's four schemes at
-3 x 10 rounds (~1 h 57 min, ~29 min per scheme) and the other campaigns
-(~30 min).
+Each budget holds its plan's estimate at RUN_S: quick's 20 min main's
+three schemes at 5 rounds (~8 min with the fio and max-rate boots) and
+devices and the floor (~3 min); full's 2 h main's four schemes at 3 x 10
+rounds (~49 min, ~12 min per scheme) and the other campaigns (~12 min).
 
 In full and thorough modes the sweeps' kernel-default point, pmr as it
 is (delta 3x, the main profile's unit), runs once, in `delta`, and the
@@ -107,7 +106,7 @@ QUICK_MAIN_SCHEMES = ("original", "acclaim", "pmr")
 # full mode's main: the headline ratios' schemes (pmr against original,
 # MGLRU and Acclaim; Acclaim against original); pps, the ablation, runs in
 # devices (Fig. 14) and in thorough mode's main: a fifth scheme at 3 x 10
-# rounds would cost main another half hour
+# rounds would cost main another ~12 min, a fifth of the mode's time
 FULL_MAIN_SCHEMES = ("original", "mglru", "acclaim", "pmr")
 # quick mode's main: the fewest rounds whose relaunch share is a full
 # run's. Switched apps are killed and relaunched from the second round on,
@@ -127,6 +126,10 @@ UNIT_KEY = "unmap_unit_kbytes"
 DEFAULT_DELTA = 3  # the kernel's default victim target: 3 x nr_to_reclaim
 DEFAULT_PMR = "pmr"  # the kernel's default delta and the profile's own unit
 MIN_FULL_REPS = 3  # the headline ratios' min/median/max (issue 5)
+# the time a mode's plan must fit on this project's 2-core TCG host: quick
+# checks the regime in one sitting, full gives the headline ratios' spread
+QUICK_BUDGET_S = 20 * 60
+FULL_BUDGET_S = 2 * 60 * 60
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,7 @@ MODES = {
             "quick",
             default_reps=1,
             min_reps=1,
-            target_s=24 * 60,
+            target_s=QUICK_BUDGET_S,
             main_rounds=QUICK_MAIN_ROUNDS,
             main_schemes=QUICK_MAIN_SCHEMES,
             device_schemes=QUICK_DEVICE_SCHEMES,
@@ -179,7 +182,7 @@ MODES = {
             "full",
             default_reps=MIN_FULL_REPS,
             min_reps=MIN_FULL_REPS,
-            target_s=150 * 60,
+            target_s=FULL_BUDGET_S,
             main_rounds=None,
             main_schemes=FULL_MAIN_SCHEMES,
             device_schemes=DEVICE_SCHEMES,
@@ -220,9 +223,10 @@ MODES = {
 # CPU-bound and follows the host. The rounds follow the workload: with the
 # background apps in use between the switches, the apps growing while used
 # and warm starts doing their resume work (scenarios/paper.toml), a round
-# of `paper` on pixel6pro under original takes ~51 s (10 rounds: 571 s,
-# 2026-11-28).
-RUN_S = {"pixel6pro": (62.0, 51.0), "pixel5": (58.0, 77.0), "pixel6pro-roomy": (62.0, 50.0)}
+# of `paper` on pixel6pro takes ~21 s at the guest's scale (10 rounds:
+# 211-253 s, 2 rounds 64-70 s; 2026-12-01, run_times.fit over that host's
+# runs).
+RUN_S = {"pixel6pro": (33.0, 21.0), "pixel5": (40.0, 20.0), "pixel6pro-roomy": (48.0, 12.0)}
 # per campaign: the kernel's up-to-date check, the (cached) dilation, the report
 CAMPAIGN_OVERHEAD_S = 10.0
 # the fio boot (swap_bandwidth.py): boot, 18 s of fio, shutdown
