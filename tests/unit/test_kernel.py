@@ -71,7 +71,7 @@ def test_a_kernel_image_is_told_by_its_boot_header(tmp_path):
         kernel.check_bzimage(tmp_path / "none", "--kernel x")
 
 
-def test_baselines_apply_after_pmrs_series_and_are_named_by_folder(tmp_path, monkeypatch):
+def _series(tmp_path, monkeypatch):
     pmr, baselines = tmp_path / "patches", tmp_path / "baselines"
     for f in (
         pmr / "0000-cover-letter.patch",
@@ -85,6 +85,10 @@ def test_baselines_apply_after_pmrs_series_and_are_named_by_folder(tmp_path, mon
         f.write_text(f.name)
     monkeypatch.setattr(kernel.paths, "PATCHES_DIR", pmr)
     monkeypatch.setattr(kernel.paths, "BASELINES_DIR", baselines)
+
+
+def test_baselines_apply_after_pmrs_series_and_are_named_by_folder(tmp_path, monkeypatch):
+    _series(tmp_path, monkeypatch)
     names = [kernel.series_name(p) for p in kernel.series_files()]
     assert names == [
         "0001-a.patch",
@@ -93,3 +97,24 @@ def test_baselines_apply_after_pmrs_series_and_are_named_by_folder(tmp_path, mon
         "alpha/0002-y.patch",
         "zeta/0001-z.patch",
     ]
+
+
+def test_an_image_built_before_lists_its_series_as_its_build_did(tmp_path, monkeypatch):
+    # A campaign that finds the kernel built and one that builds it must
+    # record the same series, or paper.md warns that they ran different ones.
+    _series(tmp_path, monkeypatch)
+    files = kernel.series_files()
+    image = fake_bzimage(tmp_path / "bzImage")
+    monkeypatch.setattr(kernel, "image_path", lambda flavour: image)
+    monkeypatch.setattr(kernel, "_tarball_id", lambda: "tarball")
+    fragments = kernel._digest(kernel._config_fragments("testbed"))
+    key = f"tarball|{kernel._digest(files)}|{fragments}"
+    state = {"flavours": {"testbed": {"key": key, "version": "6.1.192+"}}}
+    monkeypatch.setattr(kernel, "_load_state", lambda: state)
+    ready = kernel._up_to_date("testbed")
+    assert ready is not None
+    assert ready.series == [kernel.series_name(f) for f in files]
+    assert ready.series[2:] == ["alpha/0001-x.patch", "alpha/0002-y.patch", "zeta/0001-z.patch"]
+    # another series is not up to date
+    (tmp_path / "patches" / "0003-c.patch").write_text("c")
+    assert kernel._up_to_date("testbed") is None

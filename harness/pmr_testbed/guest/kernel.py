@@ -348,7 +348,8 @@ def _up_to_date(flavour: str) -> KernelImage | None:
     key = f"{_tarball_id()}|{_digest(files)}|{_digest(_config_fragments(flavour))}"
     flav = state.get("flavours", {}).get(flavour, {})
     if flav.get("key") == key and image_path(flavour).exists():
-        return KernelImage(flavour, image_path(flavour), flav["version"], [f.name for f in files])
+        series = [series_name(f) for f in files]
+        return KernelImage(flavour, image_path(flavour), flav["version"], series)
     return None
 
 
