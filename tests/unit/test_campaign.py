@@ -24,6 +24,7 @@ def _machine(factor: float = 9.0):
         dilation=SimpleNamespace(as_dict=lambda: {"factor": factor}, guest_ns_per_page=320.0),
         limits={"swap_bps_write": 1, "swap_iops_write": 2},
         flash_calibration=lambda profile: {"reclaim_ceiling_mbps": 100.0},
+        setup_s={"kernel": 600.0, "dilation": 150.0, "reclaim_ceiling": 0.5},
     )
 
 
@@ -106,9 +107,15 @@ def test_a_continued_campaign_adds_its_sittings_times(tmp_path, fake_guest):
     # say the first sitting took 1,000 s up to its last recorded run
     recorded["wall_s"] = 1000.0
     (out / "campaign.json").write_text(json.dumps(recorded))
+    assert recorded["setup_s"] == {"kernel": 600.0, "dilation": 150.0, "reclaim_ceiling": 0.5}
     fake_guest.cut_at = None
-    assert 1000 <= _run(out, resume=True)["wall_s"] < 1060
+    # the second sitting found the kernel built and the host measured
+    fake_guest.machine.setup_s = {"kernel": 1.0, "dilation": 0.0, "reclaim_ceiling": 0.0}
+    result = _run(out, resume=True)
+    assert 1000 <= result["wall_s"] < 1060
+    assert result["setup_s"] == {"kernel": 601.0, "dilation": 150.0, "reclaim_ceiling": 0.5}
     assert campaign.recorded_wall_s(tmp_path / "none") == 0.0
+    assert campaign.recorded_setup_s(tmp_path / "none") == {}
 
 
 def test_a_finished_campaign_resumed_runs_nothing(tmp_path, fake_guest):

@@ -6,7 +6,9 @@ scenario, profile, kernel and QEMU limits. Each run gets a fresh swap disk and
 its own directory, and all share one read-only data disk (data_disk.py);
 campaign.json records the setup, each run's status and the time the
 campaign has taken (`wall_s`: setup, runs and fio, summed over the sittings
-of a continued one), and is rewritten after every run so partial campaigns
+of a continued one; `setup_s`: the part of it that built the kernel and
+measured the host, guest_setup.Machine.setup_s, which a checkout and a host
+pay once), and is rewritten after every run so partial campaigns
 stay readable. Two last boots measure the swap disk with fio
 (swap_bandwidth.py), which the report sets each scheme's peak reclaim
 throughput against, and reclaim under a max-rate allocator on the same disk
@@ -225,6 +227,7 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
     columns = p.variants
     started = time.monotonic()
     earlier_wall_s = recorded_wall_s(req.out) if req.resume else 0.0
+    earlier_setup_s = recorded_setup_s(req.out) if req.resume else {}
     req.out.mkdir(parents=True, exist_ok=True)
     machine = guest_setup.prepare(
         profile,
@@ -258,6 +261,10 @@ def run(p: Plan, progress: Callable[[str, bool], None]) -> dict:
             **({"zram_mb": profile.guest_zram_mb} if profile.two_tiers else {}),
         },
         "kernel": {**image.as_dict(), "boot_args": kernel.BOOT_ARGS[req.flavour]},
+        "setup_s": {
+            step: round(earlier_setup_s.get(step, 0.0) + s, 1)
+            for step, s in machine.setup_s.items()
+        },
         "runs": [],
     }
     if req.trace_events:  # absent otherwise, as in campaigns from before the option
@@ -359,6 +366,16 @@ def recorded_wall_s(out: Path) -> float:
         return float(json.loads((out / "campaign.json").read_text()).get("wall_s", 0.0))
     except (FileNotFoundError, json.JSONDecodeError, TypeError, ValueError):
         return 0.0
+
+
+def recorded_setup_s(out: Path) -> dict[str, float]:
+    """campaign.json's `setup_s` in `out` (the earlier sittings' kernel
+    build and host measurements); empty if none is recorded."""
+    try:
+        recorded = json.loads((out / "campaign.json").read_text()).get("setup_s", {})
+        return {str(k): float(v) for k, v in recorded.items()}
+    except (FileNotFoundError, json.JSONDecodeError, AttributeError, TypeError, ValueError):
+        return {}
 
 
 def _keep_failed(out: Path, run_id: str) -> str:

@@ -7,8 +7,9 @@ setup errors (exit status 2) turned into one line for the user.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import paths
@@ -75,6 +76,10 @@ class Machine:
     reclaim_ceiling: dict
     limits: dict  # QEMU throttling of the swap disk (profile.qemu_limits)
     runtime: Path  # the pmr-guest the guests run (paths.guest_runtime)
+    # wall seconds prepare() spent on each step: `kernel` (a build, or the
+    # check that the image is up to date), `dilation` and `reclaim_ceiling`
+    # (measured, or read from build/ where this host has them)
+    setup_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def ceiling_mbps(self) -> float:
@@ -106,9 +111,19 @@ def prepare(
     (or keep `recorded`, a continued campaign's) and the reclaim ceiling
     (both cached per host), and throttle the flash from the ceiling at the
     dilation's memory speed."""
+    setup_s: dict[str, float] = {}
+    started = time.monotonic()
+
+    def took(step: str) -> None:
+        nonlocal started
+        now = time.monotonic()
+        setup_s[step] = round(now - started, 1)
+        started = now
+
     progress(f"kernel ({flavour})")
     image = kernel.build(flavour)
     accel = vm.detect_accel(image.bzimage)
+    took("kernel")
     if recorded is not None and recorded.accel == accel:
         dil = recorded
     else:
@@ -121,10 +136,12 @@ def prepare(
             work_dir=work_dir,
             append=kernel.BOOT_ARGS[flavour],
         )
+    took("dilation")
     progress(f"reclaim ceiling ({accel})")
     ceiling = max_rate.ceiling(image, accel, work_dir, dil.guest_ns_per_page)
+    took("reclaim_ceiling")
     limits = profile.qemu_limits(max_rate.ceiling_now(ceiling, dil.guest_ns_per_page))
-    return Machine(image, accel, dil, ceiling, limits, paths.guest_runtime())
+    return Machine(image, accel, dil, ceiling, limits, paths.guest_runtime(), setup_s)
 
 
 def swap_disk(
