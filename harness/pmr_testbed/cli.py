@@ -298,6 +298,9 @@ def paper(
         typer.echo(line)
     from .workflows import paper
 
+    if any(status != "finished" for status in state.values()) and (setup := paper.setup_line()):
+        typer.echo(setup)
+
     with _runs_progress(paper_mod.runs_to_go(plan, state)) as (progress, log):
         result = paper.run(plan, progress, say=log)
     typer.echo(f"paper: {result.markdown}")

@@ -3,6 +3,7 @@
 import pytest
 
 from fakerun import fake_bzimage
+from pmr_testbed import paths
 from pmr_testbed.errors import UserError
 from pmr_testbed.guest import kernel
 
@@ -115,6 +116,13 @@ def test_an_image_built_before_lists_its_series_as_its_build_did(tmp_path, monke
     assert ready is not None
     assert ready.series == [kernel.series_name(f) for f in files]
     assert ready.series[2:] == ["alpha/0001-x.patch", "alpha/0002-y.patch", "zeta/0001-z.patch"]
+    assert kernel.is_built("testbed")
     # another series is not up to date
     (tmp_path / "patches" / "0003-c.patch").write_text("c")
     assert kernel._up_to_date("testbed") is None
+    assert not kernel.is_built("testbed")
+
+
+def test_a_kernel_without_its_source_installed_is_not_built(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "KERNEL_SOURCE_TARBALL", tmp_path / "linux-source-6.1.tar.xz")
+    assert not kernel.is_built("testbed")

@@ -1115,6 +1115,8 @@ def test_cli_prints_the_estimate_runs_and_resumes(tmp_path, monkeypatch):
     monkeypatch.setattr(campaign, "run", no_guests)
     runner = fake_campaign_runner(make_run)
     monkeypatch.setattr(paper_run, "run_campaign", runner)
+    setup = "first the kernel build (9-15 min from a cold compiler cache): once per checkout"
+    monkeypatch.setattr(paper_run, "setup_line", lambda: setup)
     out = tmp_path / "out"
     res = CliRunner().invoke(cli.app, ["paper", "--out", str(out), "--quick", "--seed", "7"])
     assert res.exit_code == 0, res.output
@@ -1125,11 +1127,36 @@ def test_cli_prints_the_estimate_runs_and_resumes(tmp_path, monkeypatch):
     total = sum(paper.estimate_s(c) for c in paper.plan(out, mode="quick").campaigns)
     assert total <= 20 * 60
     assert lines[4].startswith(f"estimated guest time: ~{paper.duration_text(total)} in all")
+    assert lines[5] == setup
     assert lines[-1] == f"paper: {out / 'paper.md'}"
     assert [req.seed for req in runner.calls] == [7] * 3
     res = CliRunner().invoke(cli.app, ["paper", "--out", str(out), "--quick", "--seed", "7"])
     assert res.exit_code == 0, res.output
     assert "~0 min still to run" in res.stdout and len(runner.calls) == 3
+    # nothing left to run: no setup to announce
+    assert setup not in res.stdout
+
+
+def test_the_setup_a_new_checkout_pays_is_announced(tmp_path, monkeypatch):
+    from pmr_testbed.guest import kernel
+    from pmr_testbed.workflows import max_rate
+
+    built = {"testbed": False}
+    monkeypatch.setattr(kernel, "is_built", lambda flavour: built[flavour])
+    monkeypatch.setattr(dilation, "CACHE", tmp_path / "dilation.json")
+    monkeypatch.setattr(max_rate, "CACHE", tmp_path / "reclaim_ceiling.json")
+    line = paper_run.setup_line()
+    assert line is not None
+    assert "the kernel build (9-15 min" in line and "measuring the host (~3 min)" in line
+    built["testbed"] = True
+    line = paper_run.setup_line()
+    assert line is not None
+    assert "kernel" not in line and "measuring the host" in line
+    # a host with its memory speed stored but not its reclaim ceiling is measured again
+    dilation.CACHE.write_text("{}")
+    assert paper_run.setup_line() is not None
+    max_rate.CACHE.write_text("{}")
+    assert paper_run.setup_line() is None
 
 
 def test_campaigns_of_the_same_name_get_their_own_disk_images(tmp_path):

@@ -353,6 +353,15 @@ def _up_to_date(flavour: str) -> KernelImage | None:
     return None
 
 
+def is_built(flavour: str) -> bool:
+    """Whether the flavour's image is built from the series and config as
+    they are (False where the kernel's source is not installed yet)."""
+    try:
+        return _up_to_date(flavour) is not None
+    except UserError:
+        return False
+
+
 def check_flavour(flavour: str) -> None:
     """UserError unless `flavour` is a kernel flavour (FLAVOURS)."""
     if flavour not in FLAVOURS:

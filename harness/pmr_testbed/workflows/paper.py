@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.paper import SCENARIO, CampaignSpec, PaperPlan, recorded_runs, statuses
+from ..guest import dilation as dilation_mod
+from ..guest import kernel
 from ..guest.dilation import Dilation
 from ..report import paper_report
-from . import campaign
+from . import campaign, max_rate
 
 Progress = Callable[[str, bool], None]
 RunCampaign = Callable[[campaign.CampaignRequest, Progress], dict]
@@ -44,6 +46,28 @@ def request(
         resume=resume,
         dilation=dilation,
     )
+
+
+# a new checkout's setup on this project's 2-core TCG hosts, outside a
+# mode's budget (campaign.json's setup_s; docs/regime.md, 2026-12-01):
+# the kernel build from a cold compiler cache, and the host's memory speed
+# and reclaim ceiling (a boot for the one, three for the other)
+KERNEL_BUILD_TEXT = "9-15 min"
+HOST_MEASUREMENTS_TEXT = "~3 min"
+
+
+def setup_line() -> str | None:
+    """What the first campaign must do before its runs, and about how long
+    it takes, where this checkout has not built its kernel or this host
+    has no stored measurements; None where neither is due."""
+    steps = []
+    if not kernel.is_built("testbed"):
+        steps.append(f"the kernel build ({KERNEL_BUILD_TEXT} from a cold compiler cache)")
+    if not (dilation_mod.CACHE.exists() and max_rate.CACHE.exists()):
+        steps.append(f"measuring the host ({HOST_MEASUREMENTS_TEXT})")
+    if not steps:
+        return None
+    return f"first {' and '.join(steps)}: once per checkout and host, outside the budget"
 
 
 def shared_dilation(p: PaperPlan) -> Dilation | None:
