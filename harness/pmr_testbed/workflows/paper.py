@@ -58,8 +58,10 @@ HOST_MEASUREMENTS_TEXT = "~3 min"
 
 def setup_line() -> str | None:
     """What the first campaign must do before its runs, and about how long
-    it takes, where this checkout has not built its kernel or this host
-    has no stored measurements; None where neither is due."""
+    it takes, where this checkout has not built its kernel or build/ holds
+    no stored dilation or reclaim ceiling; None where neither is due. The
+    stores are only looked for: one holding another kernel's or host's
+    entries (whose keys need the accelerator's probe) is not told apart."""
     steps = []
     if not kernel.is_built("testbed"):
         steps.append(f"the kernel build ({KERNEL_BUILD_TEXT} from a cold compiler cache)")
